@@ -1,0 +1,3 @@
+"""compilewatch ingest: torch.compile logs -> DuckDB. No torch, no streamlit in here."""
+
+PARSER_VERSION = 1

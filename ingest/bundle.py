@@ -1,0 +1,181 @@
+"""The bundle: the one contract between a collector and ingest.
+
+A bundle is a directory (or a ``.tar.gz`` / ``.tgz`` / ``.zip`` holding one) laid out as::
+
+    manifest.json          this module's Manifest, format_version 1
+    torch_logs.txt         TORCH_LOGS text captured from the child's stderr (and stdout)
+    trace/                 TORCH_TRACE output: one file per rank/process, plain or .gz
+    timings.json           timing hooks' output (see TIMINGS_DOC below)
+    bench.csv              eager-vs-compiled results, PyTorch benchmarks/dynamo column names
+    stdout.txt             the command's stdout, when captured separately
+
+Only manifest.json is required; every other entry is optional and listed in ``manifest.files``
+so a reader never has to guess. Unknown manifest keys are kept (manifest_json in the runs table).
+"""
+from __future__ import annotations
+
+import json
+import tarfile
+import zipfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from .errors import BundleError
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+TORCH_LOGS = "torch_logs.txt"
+TRACE_DIR = "trace"
+TIMINGS = "timings.json"
+BENCH_CSV = "bench.csv"
+
+TIMINGS_DOC = """
+timings.json, written by collectors/hooks:
+{
+  "format_version": 1,
+  "callables": [                      # one per torch.compile'd callable (and per eager reference)
+    {"name": "Model.forward", "mode": "compiled" | "eager" | "marked",
+     "first_call_ms": 1834.2,         # includes compilation
+     "steps": [{"step": 0, "phase": "compile" | "warmup" | "steady",
+                "duration_ms": 12.3, "peak_mem_bytes": 123 | null}],
+     "recompiles": 2, "graphs": 3, "graph_breaks": 1}
+  ],
+  "dynamo_counters": {"stats": {...}, "graph_break": {...}, ...},
+  "compile_phases_s": {"entire_frame_compile": 1.2, "backend_compile": 0.9, ...},
+  "peak_mem_bytes": 123 | null,
+  "device": "cuda:0" | "cpu"
+}
+"""
+
+
+@dataclass
+class Manifest:
+    run_id: str
+    format_version: int = FORMAT_VERSION
+    model: str | None = None
+    label: str | None = None
+    command: list[str] = field(default_factory=list)
+    started_at: str | None = None        # ISO 8601 UTC, e.g. 2026-11-22T01:02:03.456Z
+    ended_at: str | None = None
+    wall_time_s: float | None = None
+    exit_status: int | None = None
+    end_reason: str | None = None        # exited | crashed | interrupted | terminated | timeout
+    host: str | None = None
+    cwd: str | None = None
+    git_commit: str | None = None
+    torch_version: str | None = None
+    triton_version: str | None = None
+    cuda_version: str | None = None
+    python_version: str | None = None
+    gpu_name: str | None = None
+    collector: str | None = None         # what wrote it: "compilewatch collect 0.1.0", "bench", ...
+    files: dict = field(default_factory=dict)  # role -> relative path (or list of paths for trace)
+    extra: dict = field(default_factory=dict)  # unknown keys, kept verbatim
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        extra = d.pop("extra")
+        d.update(extra)
+        return json.dumps(d, indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Manifest":
+        if not isinstance(d, dict):
+            raise BundleError("manifest.json is not a JSON object", "regenerate the bundle with `compilewatch collect`")
+        if not d.get("run_id"):
+            raise BundleError("manifest.json has no run_id", "add a unique run_id, or ingest the logs as loose files")
+        version = d.get("format_version", 1)
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise BundleError(
+                f"bundle format_version {version!r} is newer than this compilewatch understands ({FORMAT_VERSION})",
+                "upgrade compilewatch on the ingesting side",
+            )
+        known = {f.name for f in fields(cls)} - {"extra"}
+        kwargs = {k: v for k, v in d.items() if k in known}
+        kwargs["extra"] = {k: v for k, v in d.items() if k not in known}
+        if isinstance(kwargs.get("command"), str):
+            kwargs["command"] = [kwargs["command"]]
+        return cls(**kwargs)
+
+
+def write_manifest(bundle_dir: Path, manifest: Manifest) -> Path:
+    """Write atomically: a reader (the inbox watcher) never sees half a manifest."""
+    bundle_dir = Path(bundle_dir)
+    tmp = bundle_dir / (MANIFEST + ".tmp")
+    tmp.write_text(manifest.to_json(), encoding="utf-8")
+    tmp.replace(bundle_dir / MANIFEST)
+    return bundle_dir / MANIFEST
+
+
+def read_manifest(bundle_dir: Path) -> Manifest:
+    path = Path(bundle_dir) / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BundleError(f"{bundle_dir} has no manifest.json", "point at a bundle directory or at the log files themselves")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BundleError(f"{path} is not valid JSON: {e}", "the bundle was cut short; re-run the collector or ingest its logs as loose files")
+    return Manifest.from_dict(data)
+
+
+def is_bundle_dir(path: Path) -> bool:
+    return Path(path).is_dir() and (Path(path) / MANIFEST).is_file()
+
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+
+
+def is_archive(path: Path) -> bool:
+    name = Path(path).name.lower()
+    return name.endswith(ARCHIVE_SUFFIXES)
+
+
+def extract_archive(path: Path, dest: Path) -> Path:
+    """Unpack an archive into dest (refusing paths that escape it) and return the folder to read:
+    the bundle root if the archive holds exactly one top-level folder, else dest itself."""
+    path, dest = Path(path), Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    try:
+        if path.name.lower().endswith(".zip"):
+            with zipfile.ZipFile(path) as zf:
+                for member in zf.infolist():
+                    target = (dest / member.filename).resolve()
+                    if not str(target).startswith(str(root)):
+                        raise BundleError(f"{path.name}: member {member.filename!r} escapes the archive", "re-create the archive with relative paths")
+                zf.extractall(dest)
+        else:
+            with tarfile.open(path) as tf:
+                tf.extractall(dest, filter="data")
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as e:
+        if isinstance(e, BundleError):
+            raise
+        raise BundleError(f"{path.name} is not a readable archive: {e}", "check the upload finished; .tar.gz, .tgz, .tar and .zip are read")
+    entries = [p for p in dest.iterdir() if not p.name.startswith(".") and p.name != "__MACOSX"]
+    if len(entries) == 1 and entries[0].is_dir():
+        return entries[0]
+    return dest
+
+
+def bundle_files(bundle_dir: Path, manifest: Manifest) -> dict[str, list[Path]]:
+    """Role -> existing files. Falls back to the standard names when the manifest lists none."""
+    bundle_dir = Path(bundle_dir)
+    out: dict[str, list[Path]] = {}
+    listed = manifest.files or {}
+    def _add(role, rel):
+        rels = rel if isinstance(rel, list) else [rel]
+        for r in rels:
+            p = bundle_dir / r
+            if p.is_file():
+                out.setdefault(role, []).append(p)
+    for role, rel in listed.items():
+        _add(role, rel)
+    if "torch_logs" not in out:
+        _add("torch_logs", TORCH_LOGS)
+    if "torch_trace" not in out and (bundle_dir / TRACE_DIR).is_dir():
+        out["torch_trace"] = sorted(p for p in (bundle_dir / TRACE_DIR).rglob("*") if p.is_file())
+    if "timings" not in out:
+        _add("timings", TIMINGS)
+    if "bench" not in out:
+        _add("bench", BENCH_CSV)
+    return {k: v for k, v in out.items() if v}

@@ -1,0 +1,63 @@
+"""The contract between parsers and the store.
+
+A parser never touches DuckDB: it calls ``sink.row(table, {...})`` with keys that are columns of
+that table in ``migrations/*.sql`` (run_id and file_id are filled in by the loader), and
+``sink.error(line_no, kind, message, excerpt)`` for anything it could not parse. The loader
+batches rows into DuckDB; ``summarize`` counts them; tests collect them.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Protocol
+
+EVENT_TABLES = (
+    "compiles",
+    "graph_breaks",
+    "recompiles",
+    "guard_failures",
+    "limit_hits",
+    "compile_phases",
+    "cache_events",
+    "step_timings",
+    "bench_results",
+)
+
+# Error kinds, after tlparse's Stats: each is counted separately and listed with file + line.
+ERROR_KINDS = (
+    "glog",          # a line that should carry a glog prefix and doesn't
+    "json",          # envelope JSON that does not decode
+    "payload",       # payload lines missing or malformed
+    "payload_md5",   # payload present but its md5 does not match has_payload
+    "encoding",      # bytes that are not UTF-8 (decoded with replacement, still parsed)
+    "binary",        # NUL bytes / garbage
+    "truncated",     # file ends inside a record
+    "unknown_format",
+    "io",
+)
+
+
+class Sink(Protocol):
+    def row(self, table: str, row: dict) -> None: ...
+
+    def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None: ...
+
+    def meta(self, key: str, value) -> None:
+        """Run-level facts found in a log, e.g. ("torch_version", "2.5.1")."""
+
+
+class CollectingSink:
+    """Keeps everything in memory: for tests, summarize on small inputs, and golden files."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[dict]] = defaultdict(list)
+        self.errors: list[dict] = []
+        self.metadata: dict = {}
+
+    def row(self, table: str, row: dict) -> None:
+        self.rows[table].append(row)
+
+    def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
+        self.errors.append({"line_no": line_no, "kind": kind, "message": message, "excerpt": excerpt[:300]})
+
+    def meta(self, key: str, value) -> None:
+        self.metadata.setdefault(key, value)

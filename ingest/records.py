@@ -33,6 +33,7 @@ ERROR_KINDS = (
     "truncated",     # file ends inside a record
     "unknown_format",
     "io",
+    "internal",      # a parser raised: a bug in compilewatch, reported with the file kept
 )
 
 

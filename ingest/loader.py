@@ -1,0 +1,423 @@
+"""Paths in, rows in DuckDB out.
+
+One unit of work is one file: it is hashed, checked against the files table (same sha256 ->
+'duplicate', nothing added), copied into raw/, parsed, and stored in a single transaction together
+with its files row and its ingest_errors. A crash mid-file therefore stores nothing of that file,
+and a retry stores it once. The writer lock is taken per file so the dashboard can read in between.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterable
+
+import duckdb
+import pyarrow as pa
+
+from . import PARSER_VERSION
+from . import bundle as bundle_mod
+from . import detect
+from .errors import BundleError, InputError, StoreError
+from .records import EVENT_TABLES
+
+FLUSH_ROWS = 20_000
+Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, current file name)
+
+
+@dataclass
+class FileResult:
+    name: str
+    kind: str
+    status: str                     # stored | partial | duplicate | failed
+    run_id: str | None = None
+    records: dict = field(default_factory=dict)
+    errors: int = 0
+    message: str = ""
+    sha256: str | None = None
+    size_bytes: int = 0
+
+    @property
+    def total_records(self) -> int:
+        return sum(self.records.values())
+
+
+@dataclass
+class IngestReport:
+    files: list[FileResult] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for f in self.files if f.status == status)
+
+    @property
+    def errors(self) -> int:
+        return sum(f.errors for f in self.files)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.status == "failed" for f in self.files)
+
+
+@dataclass
+class _Unit:
+    path: Path
+    name: str
+    role: str | None = None               # from a bundle manifest; None = sniff
+    manifest: bundle_mod.Manifest | None = None
+
+
+def parser_for(kind: str):
+    """kind -> parse(stream, sink). Imported lazily: each parser is its own module."""
+    if kind == detect.TORCH_TRACE:
+        from .trace import parse_trace
+        return parse_trace
+    if kind == detect.TORCH_LOGS:
+        from .text import parse_text
+        return parse_text
+    if kind == detect.BENCH_CSV:
+        from .bench_csv import parse_bench_csv
+        return parse_bench_csv
+    if kind == detect.TIMINGS:
+        from .timings import parse_timings
+        return parse_timings
+    return None
+
+
+_LINE_KINDS = (detect.TORCH_TRACE, detect.TORCH_LOGS)
+_ROLE_KIND = {"torch_logs": detect.TORCH_LOGS, "torch_trace": detect.TORCH_TRACE,
+              "timings": detect.TIMINGS, "bench": detect.BENCH_CSV, "manifest": detect.MANIFEST}
+
+
+# -- expanding paths into units -------------------------------------------------------------------
+
+def expand(paths: Iterable[Path], tmp_root: Path) -> tuple[list[_Unit], list[FileResult]]:
+    units: list[_Unit] = []
+    failures: list[FileResult] = []
+    for p in paths:
+        p = Path(p)
+        try:
+            if not p.exists():
+                raise InputError(f"{p}: no such file or folder", "check the path")
+            if p.is_file() and bundle_mod.is_archive(p):
+                root = bundle_mod.extract_archive(p, Path(tempfile.mkdtemp(dir=tmp_root)))
+                units.extend(_expand_dir(root, prefix=p.name))
+            elif p.is_dir():
+                units.extend(_expand_dir(p, prefix=p.name))
+            else:
+                units.append(_Unit(p, p.name))
+        except (InputError, OSError) as e:
+            failures.append(FileResult(p.name, "unknown", "failed", message=str(e)))
+    return units, failures
+
+
+def _expand_dir(root: Path, prefix: str) -> list[_Unit]:
+    if bundle_mod.is_bundle_dir(root):
+        return _bundle_units(root, prefix)
+    units = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        d = Path(dirpath)
+        if d != root and bundle_mod.is_bundle_dir(d):
+            units.extend(_bundle_units(d, f"{prefix}/{d.relative_to(root)}"))
+            dirnames[:] = []
+            continue
+        for fn in sorted(filenames):
+            if fn.startswith("."):
+                continue
+            fp = d / fn
+            rel = fp.relative_to(root).as_posix()
+            if bundle_mod.is_archive(fp):
+                sub = bundle_mod.extract_archive(fp, Path(tempfile.mkdtemp(dir=root.parent if False else None)))
+                units.extend(_expand_dir(sub, prefix=f"{prefix}/{rel}"))
+            else:
+                units.append(_Unit(fp, f"{prefix}/{rel}"))
+    return units
+
+
+def _bundle_units(root: Path, prefix: str) -> list[_Unit]:
+    manifest = bundle_mod.read_manifest(root)
+    units = [_Unit(root / bundle_mod.MANIFEST, f"{prefix}/{bundle_mod.MANIFEST}", "manifest", manifest)]
+    for role, files in bundle_mod.bundle_files(root, manifest).items():
+        for f in files:
+            units.append(_Unit(f, f"{prefix}/{f.relative_to(root).as_posix()}", role, manifest))
+    return units
+
+
+# -- the sink that writes ---------------------------------------------------------------------------
+
+_ARROW_TYPES = {"VARCHAR": pa.string(), "INTEGER": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(),
+                "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}
+_columns_cache: dict[str, list[tuple[str, str]]] = {}
+
+
+def table_columns(con, table: str) -> list[tuple[str, str]]:
+    if table not in _columns_cache:
+        rows = con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+            [table]).fetchall()
+        _columns_cache[table] = rows
+    return _columns_cache[table]
+
+
+def _coerce(value, arrow_type):
+    if value is None:
+        return None
+    try:
+        if arrow_type == pa.string():
+            return value if isinstance(value, str) else json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
+        if arrow_type in (pa.int32(), pa.int64()):
+            return int(value)
+        if arrow_type == pa.float64():
+            return float(value)
+        if arrow_type == pa.bool_():
+            return bool(value)
+    except (TypeError, ValueError):
+        return None
+    return value
+
+
+class _StoreSink:
+    def __init__(self, con, run_id: str, file_id: int, original_name: str):
+        self.con, self.run_id, self.file_id, self.original_name = con, run_id, file_id, original_name
+        self.buffers: dict[str, list[dict]] = {}
+        self.counts: dict[str, int] = {}
+        self.errors: list[tuple] = []
+        self.error_count = 0
+        self.metadata: dict = {}
+        self.unknown_tables: set[str] = set()
+
+    def row(self, table: str, row: dict) -> None:
+        buf = self.buffers.get(table)
+        if buf is None:
+            if table not in EVENT_TABLES:
+                self.unknown_tables.add(table)
+                return
+            buf = self.buffers[table] = []
+        buf.append(row)
+        if len(buf) >= FLUSH_ROWS:
+            self._flush(table)
+
+    def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
+        self.error_count += 1
+        # Keep every error's count, but cap stored rows per file: a 2 GB binary file is one problem.
+        if len(self.errors) < 10_000:
+            self.errors.append((self.run_id, self.file_id, self.original_name, line_no, kind, message, (excerpt or "")[:500]))
+
+    def meta(self, key: str, value) -> None:
+        self.metadata.setdefault(key, value)
+
+    def _flush(self, table: str) -> None:
+        rows = self.buffers.get(table)
+        if not rows:
+            return
+        cols = [(c, t) for c, t in table_columns(self.con, table) if c not in ("run_id", "file_id")]
+        arrays, names = [pa.array([self.run_id] * len(rows), pa.string()), pa.array([self.file_id] * len(rows), pa.int64())], ["run_id", "file_id"]
+        for c, t in cols:
+            at = _ARROW_TYPES.get(t, pa.string())
+            values = [r.get(c) for r in rows]
+            try:
+                arr = pa.array(values, type=at)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                arr = pa.array([_coerce(v, at) for v in values], type=at)
+            arrays.append(arr)
+            names.append(c)
+        batch = pa.Table.from_arrays(arrays, names=names)
+        self.con.register("_cw_batch", batch)
+        try:
+            self.con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(names)} FROM _cw_batch")
+        finally:
+            self.con.unregister("_cw_batch")
+        self.counts[table] = self.counts.get(table, 0) + len(rows)
+        self.buffers[table] = []
+
+    def close(self) -> None:
+        for table in list(self.buffers):
+            self._flush(table)
+        if self.errors:
+            self.con.executemany("INSERT INTO ingest_errors VALUES (?, ?, ?, ?, ?, ?, ?)", self.errors)
+
+
+class _ProgressStream:
+    """Iterates lines of `inner` and reports how far into the (possibly compressed) file we are."""
+
+    def __init__(self, inner, raw, on_bytes: Callable[[int], None] | None):
+        self.inner, self.raw, self.on_bytes = inner, raw, on_bytes
+
+    def __iter__(self):
+        if self.on_bytes is None:
+            yield from self.inner
+            return
+        n = 0
+        for line in self.inner:
+            yield line
+            n += 1
+            if n & 0x3FFF == 0:
+                self.on_bytes(self.raw.tell())
+
+    def read(self, *a):
+        return self.inner.read(*a)
+
+    def readline(self, *a):
+        return self.inner.readline(*a)
+
+
+def _sha256(path: Path) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def _ts(value) -> datetime | None:
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        return value.astimezone(timezone.utc).replace(tzinfo=None)
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(timezone.utc).replace(tzinfo=None)
+    except ValueError:
+        return None
+
+
+# -- the entry point --------------------------------------------------------------------------------
+
+def ingest_paths(store, paths, *, model: str | None = None, label: str | None = None,
+                 torch_version: str | None = None, strict: bool = False, progress: Progress | None = None,
+                 run_id: str | None = None, source: str = "cli") -> IngestReport:
+    """Ingest files, folders, bundles and archives. Never raises for bad input: each file's outcome
+    is a FileResult. `run_id` groups loose files into one run (e.g. the ranks of one torchrun job)."""
+    report = IngestReport()
+    tmp_root = Path(tempfile.mkdtemp(prefix="cw-ingest-"))
+    try:
+        units, failures = expand(paths, tmp_root)
+        report.files.extend(failures)
+        sizes = []
+        for u in units:
+            try:
+                sizes.append(u.path.stat().st_size)
+            except OSError:
+                sizes.append(0)
+        total, done = sum(sizes), 0
+        for unit, size in zip(units, sizes):
+            def on_bytes(b, _done=done, _name=unit.name):
+                if progress:
+                    progress(_done + min(b, size), total, _name)
+            if progress:
+                progress(done, total, unit.name)
+            report.files.append(_ingest_one(store, unit, model, label, torch_version, strict, on_bytes if progress else None, run_id, source))
+            done += size
+        if progress:
+            progress(total, total, "")
+    finally:
+        shutil.rmtree(tmp_root, ignore_errors=True)
+    return report
+
+
+def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_bytes, forced_run_id, source) -> FileResult:
+    name = unit.name
+    try:
+        sha, size = _sha256(unit.path)
+    except OSError as e:
+        return FileResult(name, "unknown", "failed", message=f"cannot read: {e.strerror}")
+    if unit.role == "manifest":
+        kind = detect.MANIFEST
+        sniffed = None
+    else:
+        sniffed = detect.sniff(unit.path, now=datetime.fromtimestamp(unit.path.stat().st_mtime, timezone.utc))
+        kind = sniffed.kind
+        if unit.role and _ROLE_KIND.get(unit.role) and sniffed.kind != detect.UNKNOWN:
+            kind = _ROLE_KIND[unit.role]
+    m = unit.manifest
+    rid = m.run_id if m else (forced_run_id or f"loose-{sha[:16]}")
+    result = FileResult(name, kind, "stored", rid, sha256=sha, size_bytes=size)
+    try:
+        with store.write() as con:
+            existing = con.execute("SELECT run_id FROM files WHERE sha256 = ?", [sha]).fetchone()
+            if existing:
+                result.status, result.run_id = "duplicate", existing[0]
+                result.message = "already stored (same sha256)"
+                return result
+            stored_path = store.keep_raw(unit.path, sha)
+            con.execute("BEGIN")
+            try:
+                file_id = con.execute("SELECT nextval('file_id_seq')").fetchone()[0]
+                sink = _StoreSink(con, rid, file_id, name)
+                if kind == detect.UNKNOWN:
+                    sink.error(0, "unknown_format", sniffed.reason or "not a TORCH_TRACE, TORCH_LOGS text, bundle or benchmark CSV", "")
+                    result.message = sniffed.reason
+                elif kind != detect.MANIFEST:
+                    parse = parser_for(kind)
+                    with open(unit.path, "rb") as raw:
+                        inner = detect.open_binary(unit.path) if sniffed and sniffed.gzipped else raw
+                        stream = _ProgressStream(inner, raw, on_bytes) if kind in _LINE_KINDS else inner
+                        try:
+                            parse(stream, sink)
+                        except (EOFError, OSError) as e:  # a gzip cut short: keep what decoded
+                            sink.error(0, "truncated", f"compressed stream ends early: {e}", "")
+                        except Exception as e:  # a parser bug must not lose the rest of the file
+                            sink.error(0, "internal", f"parser failed: {type(e).__name__}: {e}", "")
+                        finally:
+                            if inner is not raw:
+                                inner.close()
+                sink.close()
+                result.records = dict(sink.counts)
+                result.errors = sink.error_count
+                if kind == detect.UNKNOWN:
+                    result.status = "failed"
+                elif sink.error_count:
+                    result.status = "partial"
+                    result.message = f"{sink.error_count} line(s) could not be parsed"
+                if strict and sink.error_count:
+                    con.execute("ROLLBACK")
+                    result.status = "failed"
+                    result.records = {}
+                    result.message = f"--strict: {sink.error_count} line(s) could not be parsed; nothing stored"
+                    return result
+                _upsert_run(con, rid, m, model, label, torch_version or sink.metadata.get("torch_version"),
+                            sniffed.started_at if sniffed else None, unit.path, source)
+                con.execute(
+                    "INSERT INTO files (file_id, run_id, sha256, size_bytes, kind, original_name, stored_path, status, parser_version, records, errors) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [file_id, rid, sha, size, kind, name, stored_path, result.status if result.status != "stored" else "ok",
+                     PARSER_VERSION, result.total_records, result.errors])
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+    except StoreError as e:
+        result.status, result.message = "failed", str(e)
+    except duckdb.Error as e:
+        result.status, result.message = "failed", f"database error: {e}"
+    return result
+
+
+def _upsert_run(con, rid, m, model, label, torch_version, started_at, path: Path, source) -> None:
+    if m is not None:
+        values = dict(model=m.model or model, label=m.label or label, command=" ".join(m.command) if m.command else None,
+                      started_at=_ts(m.started_at), ended_at=_ts(m.ended_at), exit_status=m.exit_status,
+                      end_reason=m.end_reason, host=m.host, git_commit=m.git_commit,
+                      torch_version=m.torch_version or torch_version, triton_version=m.triton_version,
+                      cuda_version=m.cuda_version, python_version=m.python_version, gpu_name=m.gpu_name,
+                      source="bundle" if source == "cli" else source, manifest_json=m.to_json())
+    else:
+        if started_at is None:
+            started_at = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+        values = dict(model=model, label=label, command=None, started_at=_ts(started_at), ended_at=None,
+                      exit_status=None, end_reason=None, host=None, git_commit=None, torch_version=torch_version,
+                      triton_version=None, cuda_version=None, python_version=None, gpu_name=None,
+                      source="loose" if source == "cli" else source, manifest_json=None)
+    cols = list(values)
+    # A run seen again (another file of the same bundle or of the same --run-id) only fills gaps.
+    updates = ", ".join(f"{c} = coalesce(runs.{c}, excluded.{c})" for c in cols)
+    con.execute(
+        f"INSERT INTO runs (run_id, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))}) "
+        f"ON CONFLICT (run_id) DO UPDATE SET {updates}",
+        [rid, *values.values()])

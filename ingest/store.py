@@ -1,0 +1,181 @@
+"""The DuckDB store: one folder holding the database, the raw files it was built from, and an inbox.
+
+    <folder>/compilewatch.duckdb   (any name; the folder is the database file's parent)
+    <folder>/raw/ab/<sha256>       every ingested file, byte for byte, so a later parser can re-ingest it
+    <folder>/inbox/                collectors on other machines drop bundles here
+    <db>.lock                      flock: many readers or one writer, across processes and threads
+    <db>.version                   bumped after every committed write; caches key on it
+
+DuckDB allows one read-write process per database file and refuses (rather than waits for) a
+conflicting open. Every user here — dashboard threads, the CLI, inbox ingest — therefore opens the
+database only for the span of one unit of work, behind an flock that *waits*: shared for reads,
+exclusive for writes. Readers never see a half-written file, because each file is ingested in one
+transaction; a writer crashing mid-file leaves nothing behind (DuckDB rolls back on reopen).
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import time
+import uuid
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from .errors import StoreBusyError, StoreError
+
+DEFAULT_DB = ".compilewatch/compilewatch.duckdb"
+LOCK_TIMEOUT_S = float(os.environ.get("COMPILEWATCH_LOCK_TIMEOUT", "120"))
+
+
+def migrations() -> list[tuple[str, str]]:
+    """(name, sql) for every migrations/NNN_*.sql, in order."""
+    folder = resources.files("ingest") / "migrations"
+    items = sorted((p.name, p.read_text(encoding="utf-8")) for p in folder.iterdir() if p.name.endswith(".sql"))
+    return items
+
+
+class Store:
+    def __init__(self, db_path: Path):
+        self.db_path = Path(db_path).resolve()
+        self.folder = self.db_path.parent
+        self.raw_dir = self.folder / "raw"
+        self.inbox_dir = self.folder / "inbox"
+        self.lock_path = self.db_path.with_name(self.db_path.name + ".lock")
+        self.version_path = self.db_path.with_name(self.db_path.name + ".version")
+
+    # -- opening -------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, db_path: str | os.PathLike | None = None) -> "Store":
+        """Create the folder and database if needed and apply pending migrations."""
+        store = cls(Path(db_path or DEFAULT_DB))
+        try:
+            store.folder.mkdir(parents=True, exist_ok=True)
+            store.raw_dir.mkdir(exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create the store folder {store.folder}: {e.strerror}",
+                             "choose a writable path with --db or COMPILEWATCH_DB")
+        store.migrate()
+        return store
+
+    def migrate(self) -> list[str]:
+        applied = []
+        # Cheap check under a shared lock first: the dashboard opens the store on every rerun.
+        if self.db_path.exists():
+            with self.read() as con:
+                if set(self._applied(con)) >= {n for n, _ in migrations()}:
+                    return applied
+        with self.write() as con:
+            done = set(self._applied(con))
+            for name, sql in migrations():
+                if name in done:
+                    continue
+                # Each migration commits together with its record, or not at all.
+                con.execute("BEGIN")
+                try:
+                    con.execute(sql)
+                    con.execute("INSERT INTO _migrations (name) VALUES (?)", [name])
+                    con.execute("COMMIT")
+                except duckdb.Error as e:
+                    con.execute("ROLLBACK")
+                    raise StoreError(f"migration {name} failed: {e}", "the database may be from a newer compilewatch")
+                applied.append(name)
+        return applied
+
+    @staticmethod
+    def _applied(con) -> list[str]:
+        con.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP DEFAULT current_timestamp)") \
+            if not _is_read_only(con) else None
+        try:
+            return [r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()]
+        except duckdb.CatalogException:
+            return []
+
+    # -- locking -------------------------------------------------------------------------------
+    @contextmanager
+    def _flock(self, exclusive: bool, timeout: float):
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+            deadline = time.monotonic() + timeout
+            delay = 0.005
+            while True:
+                try:
+                    fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise StoreBusyError(f"{self.db_path.name} stayed locked for {timeout:.0f} s")
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.2)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def _connect(self, read_only: bool, timeout: float):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return duckdb.connect(str(self.db_path), read_only=read_only)
+            except duckdb.IOException as e:
+                # A process that does not take our flock (an old version, a DuckDB shell) holds the file.
+                if "lock" not in str(e).lower() or time.monotonic() > deadline:
+                    raise StoreError(f"cannot open {self.db_path}: {e}", "close other programs using this database file")
+                time.sleep(0.1)
+
+    @contextmanager
+    def read(self, timeout: float = LOCK_TIMEOUT_S):
+        """A read-only connection for one unit of work. Waits while a writer holds the store."""
+        if not self.db_path.exists():
+            raise StoreError(f"no database at {self.db_path}", "run `compilewatch ingest PATH` or open the dashboard once to create it")
+        with self._flock(False, timeout):
+            con = self._connect(True, timeout)
+            try:
+                yield con
+            finally:
+                con.close()
+
+    @contextmanager
+    def write(self, timeout: float = LOCK_TIMEOUT_S):
+        """The only read-write connection, for one unit of work; bumps data_version on success."""
+        with self._flock(True, timeout):
+            con = self._connect(False, timeout)
+            try:
+                yield con
+            finally:
+                con.close()
+            self._bump_version()
+
+    # -- versions and raw files ------------------------------------------------------------------
+    def _bump_version(self) -> None:
+        tmp = self.version_path.with_name(self.version_path.name + f".{uuid.uuid4().hex}")
+        tmp.write_text(uuid.uuid4().hex)
+        tmp.replace(self.version_path)
+
+    def data_version(self) -> str:
+        """Changes after every committed write; a cache key for the dashboard."""
+        try:
+            return self.version_path.read_text()
+        except FileNotFoundError:
+            return "0"
+
+    def keep_raw(self, src: Path, sha256: str) -> str:
+        """Copy src into raw/ under its hash (once) and return the path relative to the folder."""
+        rel = Path("raw") / sha256[:2] / sha256
+        dest = self.folder / rel
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(dest.name + f".{uuid.uuid4().hex}.tmp")
+            shutil.copyfile(src, tmp)
+            tmp.replace(dest)
+        return rel.as_posix()
+
+
+def _is_read_only(con) -> bool:
+    try:
+        return bool(con.execute("SELECT current_setting('access_mode') = 'read_only'").fetchone()[0])
+    except duckdb.Error:
+        return False

@@ -1,0 +1,113 @@
+"""Parse without storing: the numbers `compilewatch summarize` and `compilewatch check` print."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from . import detect
+from .loader import expand, parser_for, _ROLE_KIND
+
+
+class SummarySink:
+    """Counts as it goes, so memory stays flat however large the logs are."""
+
+    def __init__(self) -> None:
+        self.graph_breaks = 0
+        self.break_keys: set[str] = set()
+        self.recompiles = 0
+        self.recompiled_functions: Counter = Counter()
+        self.guard_failures: Counter = Counter()
+        self.limit_hits = 0
+        self.compile_ids: set[tuple] = set()
+        self.failures = 0
+        self.errors = 0
+        self.error_samples: list[dict] = []
+        self.error_kinds: Counter = Counter()
+        self.metadata: dict = {}
+        self.rows: Counter = Counter()
+        self._file = ""
+
+    def row(self, table: str, row: dict) -> None:
+        self.rows[table] += 1
+        cid = row.get("compile_id")
+        if cid:
+            self.compile_ids.add((self._file if row.get("rank") is None else row.get("rank"), cid.split("_")[0]))
+        if table == "graph_breaks":
+            self.graph_breaks += 1
+            self.break_keys.add(row.get("break_key") or row.get("reason_norm") or row.get("reason") or "")
+        elif table == "recompiles":
+            self.recompiles += 1
+            self.recompiled_functions[row.get("function") or "<unknown>"] += 1
+        elif table == "guard_failures":
+            self.guard_failures[row.get("category") or "other"] += 1
+        elif table == "limit_hits":
+            self.limit_hits += 1
+        elif table == "compiles" and row.get("fail_type"):
+            self.failures += 1
+
+    def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
+        self.errors += 1
+        self.error_kinds[kind] += 1
+        if len(self.error_samples) < 50:
+            self.error_samples.append({"file": self._file, "line": line_no, "kind": kind, "message": message})
+
+    def meta(self, key: str, value) -> None:
+        self.metadata.setdefault(key, value)
+
+
+def summarize(paths) -> dict:
+    sink = SummarySink()
+    details = []
+    tmp_root = Path(tempfile.mkdtemp(prefix="cw-summary-"))
+    try:
+        units, failures = expand(paths, tmp_root)
+        for f in failures:
+            sink._file = f.name
+            sink.error(0, "io", f.message)
+            details.append({"name": f.name, "kind": "unknown", "errors": 1})
+        for unit in units:
+            sink._file = unit.name
+            before_rows, before_err = sum(sink.rows.values()), sink.errors
+            if unit.role == "manifest":
+                if unit.manifest and unit.manifest.torch_version:
+                    sink.meta("torch_version", unit.manifest.torch_version)
+                details.append({"name": unit.name, "kind": detect.MANIFEST, "records": 0, "errors": 0})
+                continue
+            sniffed = detect.sniff(unit.path)
+            kind = sniffed.kind
+            if unit.role and _ROLE_KIND.get(unit.role) and kind != detect.UNKNOWN:
+                kind = _ROLE_KIND[unit.role]
+            parse = parser_for(kind)
+            if parse is None:
+                sink.error(0, "unknown_format", sniffed.reason or f"{unit.name}: not a log this tool reads")
+            else:
+                stream = detect.open_binary(unit.path)
+                try:
+                    parse(stream, sink)
+                except (EOFError, OSError) as e:
+                    sink.error(0, "truncated", f"compressed stream ends early: {e}")
+                finally:
+                    stream.close()
+            details.append({"name": unit.name, "kind": kind, "records": sum(sink.rows.values()) - before_rows,
+                            "errors": sink.errors - before_err})
+    finally:
+        shutil.rmtree(tmp_root, ignore_errors=True)
+    return {
+        "files": len(details),
+        "torch_version": sink.metadata.get("torch_version"),
+        "graph_breaks": sink.graph_breaks,
+        "unique_graph_breaks": len(sink.break_keys),
+        "recompiles": sink.recompiles,
+        "recompiled_functions": dict(sink.recompiled_functions.most_common()),
+        "guard_failures": dict(sink.guard_failures.most_common()),
+        "limit_hits": sink.limit_hits,
+        "compile_ids": len(sink.compile_ids),
+        "failures": sink.failures,
+        "errors": sink.errors,
+        "error_kinds": dict(sink.error_kinds),
+        "error_samples": sink.error_samples,
+        "records": dict(sink.rows),
+        "file_details": details,
+    }

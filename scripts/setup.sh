@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Creates .venv and installs compilewatch into it. `--dev` adds the collector (CPU torch 2.13.0,
+# which pip takes from the machine's local wheel store), the test tools, and Debian's chromium
+# for the browser test. Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+    .venv/bin/python -m pip install -q --upgrade pip
+fi
+if [ "${1:-}" = "--dev" ]; then
+    .venv/bin/python -m pip install -q -e ".[collect,dev]"
+    if [ ! -x /usr/bin/chromium ]; then
+        if [ "$(id -u)" = 0 ]; then
+            (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null \
+                || echo "setup: could not install chromium; the browser test will be skipped" >&2
+        else
+            echo "setup: /usr/bin/chromium missing and not root; the browser test will be skipped" >&2
+        fi
+    fi
+else
+    .venv/bin/python -m pip install -q -e .
+fi

@@ -1,0 +1,360 @@
+"""`compilewatch collect`: run a command under TORCH_LOGS + TORCH_TRACE + timing hooks and write a bundle.
+
+The bundle (layout and manifest: ingest/bundle.py) is written however the command ends: normal
+exit, crash, Ctrl-C, SIGTERM to the collector, or --timeout. ``manifest.end_reason`` says which:
+
+    exited       the command exited with status 0
+    crashed      it exited non-zero, or was killed by a signal nobody here sent
+    interrupted  Ctrl-C (SIGINT) reached the collector; it was passed on to the command
+    terminated   SIGTERM reached the collector (or the command); it was passed on
+    timeout      --timeout passed; the command got SIGTERM, then SIGKILL after a grace period
+
+The collector's own exit status is the command's (128+N when it died of signal N).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.bundle import TIMINGS, TORCH_LOGS, TRACE_DIR, Manifest, write_manifest
+
+from . import __version__
+from .env import environment, looks_like_python, utc_now
+from .errors import CommandNotFoundError, OutputNotWritableError, TorchMissingError
+
+DEFAULT_LOGS = ("graph_breaks", "recompiles", "perf_hints")
+DEFAULT_OUT = ".compilewatch/bundles"
+INJECT_DIR = Path(__file__).resolve().parent / "_inject"
+GRACE_S = 10.0
+
+
+@dataclass
+class CollectResult:
+    bundle: Path            # the bundle folder, or the .tar.gz when archived
+    exit_status: int
+    end_reason: str
+    manifest: Manifest
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "run"
+
+
+def _default_name(command: list[str], model: str | None) -> str:
+    if model:
+        return model
+    for arg in command:
+        if arg.endswith(".py"):
+            return Path(arg).stem
+    return Path(command[0]).name
+
+
+def prepare_bundle_dir(out_dir: str | os.PathLike, name: str, run_id: str) -> Path:
+    """Create <out>/<name>-<utc>-<id>; a folder we cannot write to is a one-line error, not a traceback."""
+    out = Path(out_dir).expanduser()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    bundle = out / f"{_slug(name)}-{stamp}-{run_id[:6]}"
+    try:
+        (bundle / TRACE_DIR).mkdir(parents=True, exist_ok=False)
+        probe = bundle / ".write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise OutputNotWritableError(f"cannot write the bundle under {out}: {e.strerror or e}")
+    return bundle
+
+
+def torch_logs_setting(logs) -> str:
+    if isinstance(logs, str):
+        logs = [x for x in logs.split(",") if x.strip()]
+    names = [x.strip() for x in logs]
+    existing = os.environ.get("TORCH_LOGS", "")
+    for x in existing.split(","):
+        x = x.strip()
+        if x and x not in names:
+            names.append(x)
+    return ",".join(names)
+
+
+def child_env(bundle: Path, logs, hooks: bool, extra_env: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env["TORCH_LOGS"] = torch_logs_setting(logs)
+    env["TORCH_TRACE"] = str(bundle / TRACE_DIR)
+    env["COMPILEWATCH_BUNDLE"] = str(bundle)
+    env.setdefault("PYTHONUNBUFFERED", "1")   # keeps the command's prints and torch's logs in order
+    if hooks:
+        env["COMPILEWATCH_TIMINGS"] = str(bundle / TIMINGS)
+        env["PYTHONPATH"] = os.pathsep.join([str(INJECT_DIR)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    else:
+        env.pop("COMPILEWATCH_TIMINGS", None)
+    if extra_env:
+        env.update(extra_env)
+    return env
+
+
+class _Tee:
+    """Copies a child's pipe to our terminal as it arrives and, whole lines at a time, to the log
+    (so stdout and stderr lines interleave in the log without being cut in half)."""
+
+    def __init__(self, pipe, terminal, log, lock):
+        self.pipe, self.terminal, self.log, self.lock = pipe, terminal, log, lock
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        partial = b""
+        read = getattr(self.pipe, "read1", self.pipe.read)
+        while True:
+            try:
+                chunk = read(65536)
+            except (OSError, ValueError):
+                break
+            if not chunk:
+                break
+            if self.terminal is not None:
+                try:
+                    self.terminal.write(chunk)
+                    self.terminal.flush()
+                except (OSError, ValueError):
+                    self.terminal = None
+            partial += chunk
+            cut = partial.rfind(b"\n")
+            if cut >= 0:
+                with self.lock:
+                    self.log.write(partial[: cut + 1])
+                partial = partial[cut + 1:]
+        if partial:
+            with self.lock:
+                self.log.write(partial)
+
+    def join(self, timeout=None):
+        self.thread.join(timeout)
+
+
+def _kill_group(proc, sig):
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError, OSError):
+        try:
+            proc.send_signal(sig)
+        except (ProcessLookupError, OSError):
+            pass
+
+
+def _child_stdin():
+    # The child has its own session, so it cannot read a terminal; pipes and files pass through.
+    try:
+        return subprocess.DEVNULL if sys.stdin is None or sys.stdin.isatty() else None
+    except (ValueError, AttributeError):
+        return subprocess.DEVNULL
+
+
+def _check_command(command: list[str], env: dict) -> str | None:
+    if not command:
+        raise CommandNotFoundError("no command given after --")
+    exe = command[0]
+    if os.sep in exe:
+        if not os.path.exists(exe):
+            raise CommandNotFoundError(f"command not found: {exe}")
+        return looks_like_python(exe)
+    if shutil.which(exe, path=env.get("PATH")) is None:
+        raise CommandNotFoundError(f"command not found: {exe}")
+    return looks_like_python(shutil.which(exe, path=env.get("PATH")))
+
+
+def collect(
+    command: list[str],
+    out_dir: str | os.PathLike = DEFAULT_OUT,
+    *,
+    model: str | None = None,
+    label: str | None = None,
+    logs=DEFAULT_LOGS,
+    timeout: float | None = None,
+    archive: bool = False,
+    hooks: bool = True,
+    extra_env: dict | None = None,
+    collector: str | None = None,
+    tee: bool = True,
+    grace_s: float = GRACE_S,
+    manifest_extra: dict | None = None,
+    require_torch: bool = True,
+) -> CollectResult:
+    """Run `command` and write a bundle under `out_dir`. Raises CollectError subclasses for what
+    stops a run from starting; once the command has started, a bundle is always written."""
+    command = [str(c) for c in command]
+    run_id = uuid.uuid4().hex
+    python = _check_command(command, os.environ)
+    env_info = environment(os.getcwd(), python)
+    if require_torch and python and env_info.get("torch_installed") is False:
+        raise TorchMissingError(f"torch is not installed for {python}")
+    bundle = prepare_bundle_dir(out_dir, _default_name(command, model), run_id)
+    env = child_env(bundle, logs, hooks, extra_env)
+
+    started_at = utc_now()
+    t0 = time.monotonic()
+    state = {"reason": None, "signal": None}
+    log_path = bundle / TORCH_LOGS
+    log = open(log_path, "wb")
+    lock = threading.Lock()
+    try:
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=_child_stdin(),
+                                start_new_session=True)
+    except OSError as e:
+        log.close()
+        shutil.rmtree(bundle, ignore_errors=True)
+        raise CommandNotFoundError(f"cannot start {command[0]}: {e.strerror or e}")
+
+    out_term = getattr(sys.stdout, "buffer", None) if tee else None
+    err_term = getattr(sys.stderr, "buffer", None) if tee else None
+    tees = [_Tee(proc.stdout, out_term, log, lock), _Tee(proc.stderr, err_term, log, lock)]
+
+    # The child runs in its own process group (so that it, and anything it spawns, can be signalled
+    # as one); Ctrl-C and SIGTERM therefore reach us only, and we pass them on.
+    def on_signal(signum, frame):
+        if state["reason"] is None:
+            state["reason"] = "interrupted" if signum == signal.SIGINT else "terminated"
+            state["signal"] = signum
+            state["deadline"] = time.monotonic() + grace_s
+            _kill_group(proc, signum)
+        else:  # a second Ctrl-C: stop waiting
+            _kill_group(proc, signal.SIGKILL)
+
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGINT, signal.SIGTERM):
+            old[s] = signal.signal(s, on_signal)
+    try:
+        deadline = None if not timeout else t0 + float(timeout)
+        killed = False
+        while True:
+            try:
+                proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if deadline is not None and now >= deadline and state["reason"] is None:
+                state["reason"] = "timeout"
+                state["deadline"] = now + grace_s
+                _kill_group(proc, signal.SIGTERM)
+            if state.get("deadline") and now >= state["deadline"] and not killed:
+                killed = True
+                _kill_group(proc, signal.SIGKILL)
+        # Grandchildren may still hold the pipes open: don't wait on them for ever.
+        for t in tees:
+            t.join(timeout=5)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        with lock:
+            log.close()
+
+    rc = proc.returncode
+    exit_status = rc if rc >= 0 else 128 + (-rc)
+    reason = state["reason"]
+    if reason is None:
+        if rc == 0:
+            reason = "exited"
+        elif rc == -signal.SIGINT:
+            reason = "interrupted"
+        elif rc == -signal.SIGTERM:
+            reason = "terminated"
+        else:
+            reason = "crashed"
+    ended_at = utc_now()
+    wall = round(time.monotonic() - t0, 3)
+
+    manifest = _build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall,
+                               exit_status, reason, env_info, env, collector, timeout, hooks, manifest_extra)
+    write_manifest(bundle, manifest)
+    result_path = bundle
+    if archive:
+        result_path = archive_bundle(bundle)
+    return CollectResult(result_path, exit_status, reason, manifest)
+
+
+def _build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall, exit_status,
+                    reason, env_info, env, collector, timeout, hooks, manifest_extra) -> Manifest:
+    timings = _read_timings_env(bundle)
+    files: dict = {}
+    if (bundle / TORCH_LOGS).is_file():
+        files["torch_logs"] = TORCH_LOGS
+    traces = sorted(str(p.relative_to(bundle)) for p in (bundle / TRACE_DIR).rglob("*") if p.is_file())
+    if traces:
+        files["torch_trace"] = traces
+    if (bundle / TIMINGS).is_file():
+        files["timings"] = TIMINGS
+    ranked = sorted(p.name for p in bundle.glob("timings.rank*.json"))
+    if ranked:
+        files["timings_ranks"] = ranked
+    if (bundle / "bench.csv").is_file():
+        files["bench"] = "bench.csv"
+    extra = {
+        "git_dirty": env_info.get("git_dirty"),
+        "platform": env_info.get("platform"),
+        "cpu_count": env_info.get("cpu_count"),
+        "torch_logs_setting": env.get("TORCH_LOGS"),
+        "timeout_s": timeout,
+        "hooks": hooks,
+        "device": timings.get("device"),
+    }
+    if manifest_extra:
+        extra.update(manifest_extra)
+    return Manifest(
+        run_id=run_id,
+        model=model,
+        label=label,
+        command=command,
+        started_at=started_at,
+        ended_at=ended_at,
+        wall_time_s=wall,
+        exit_status=exit_status,
+        end_reason=reason,
+        host=env_info.get("host"),
+        cwd=env_info.get("cwd"),
+        git_commit=env_info.get("git_commit"),
+        # What the child actually imported wins over what the interpreter has installed.
+        torch_version=timings.get("torch_version") or env_info.get("torch_version"),
+        triton_version=timings.get("triton_version") or env_info.get("triton_version"),
+        cuda_version=timings.get("cuda_version"),
+        python_version=env_info.get("python_version"),
+        gpu_name=timings.get("gpu_name") or env_info.get("gpu_name"),
+        collector=collector or f"compilewatch collect {__version__}",
+        files=files,
+        extra=extra,
+    )
+
+
+def _read_timings_env(bundle: Path) -> dict:
+    import json
+    path = bundle / TIMINGS
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    env = dict(data.get("env") or {})
+    env["device"] = data.get("device")
+    return env
+
+
+def archive_bundle(bundle: Path) -> Path:
+    """<bundle>.tar.gz holding the bundle folder; the folder is removed once the archive is whole."""
+    bundle = Path(bundle)
+    target = bundle.with_name(bundle.name + ".tar.gz")
+    tmp = target.with_name(target.name + ".tmp")
+    with tarfile.open(tmp, "w:gz") as tf:
+        tf.add(bundle, arcname=bundle.name)
+    tmp.replace(target)
+    shutil.rmtree(bundle, ignore_errors=True)
+    return target

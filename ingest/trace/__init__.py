@@ -1,0 +1,63 @@
+"""TORCH_TRACE (structured trace) reader: ``parse_trace(stream, sink)``.
+
+``stream`` is a binary file object (or any iterable of bytes lines); rows, errors and run facts go to
+``sink`` (ingest.records.Sink). Never raises on bad input. For a log that arrives in pieces use
+``TraceParser``: ``feed()`` each piece in order, then ``close()``; the records are the same as for the
+whole file.
+"""
+from __future__ import annotations
+
+from .context import TraceContext
+from .envelope import EnvelopeReader, TraceStats
+from .parsers import default_parsers, dispatch_tables
+
+__all__ = ["parse_trace", "TraceParser", "default_parsers"]
+
+
+class TraceParser:
+    def __init__(self, sink, parsers=None):
+        self.sink = sink
+        self.stats = TraceStats()
+        self.reader = EnvelopeReader(sink, self.stats)
+        self.ctx = TraceContext(sink, self.stats)
+        self._events, self._artifacts, self._finishers = dispatch_tables(parsers)
+
+    def feed(self, stream) -> None:
+        events, artifacts, ctx = self._events, self._artifacts, self.ctx
+        for env in self.reader.envelopes(stream):
+            fns = events.get(env.name)
+            if fns is None and env.name == "artifact":
+                fns = artifacts.get(env.artifact_name)
+            if fns is not None:
+                self._run(fns, env)
+
+    def _run(self, fns, env) -> None:
+        for fn in fns:
+            try:
+                fn(env, self.ctx)
+            except Exception as e:  # a parser bug costs one record, never the file
+                self.stats.errors["payload"] += 1
+                self.sink.error(env.line_no, "payload",
+                                f"{env.artifact_name or env.name} record could not be parsed: {type(e).__name__}: {e}")
+
+    def close(self) -> TraceStats:
+        env = self.reader.close()
+        if env is not None:
+            fns = self._events.get(env.name)
+            if fns is None and env.name == "artifact":
+                fns = self._artifacts.get(env.artifact_name)
+            if fns is not None:
+                self._run(fns, env)
+        for finish in self._finishers:
+            finish(self.ctx)
+        if self.stats.unknown_events or self.stats.unknown_keys:
+            self.sink.meta("trace_unknown_keys", {**self.stats.unknown_events, **self.stats.unknown_keys})
+        self.sink.meta("trace_stats", self.stats.as_dict())
+        return self.stats
+
+
+def parse_trace(stream, sink) -> TraceStats:
+    """Parse one TORCH_TRACE log from ``stream`` into ``sink``; returns the reader's counts."""
+    p = TraceParser(sink)
+    p.feed(stream)
+    return p.close()

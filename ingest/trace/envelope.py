@@ -1,0 +1,325 @@
+"""Streaming reader of TORCH_TRACE structured logs.
+
+A TORCH_TRACE file is written by ``torch._logging._internal.TorchLogsFormatter`` (trace mode) as::
+
+    V0403 07:28:48.051000 139877824898048 torch/_dynamo/convert_frame.py:672] {"dynamo_start": {...}, "frame_id": 0, "has_payload": "<md5>"}
+    \t<payload line 1>
+    \t<payload line 2>
+
+one glog prefix + JSON envelope per record, then (when the envelope says ``has_payload``) the payload,
+each of its lines prefixed with a tab. ``trace_structured`` computes ``has_payload`` as the md5 of the
+payload string, i.e. of the payload lines with their leading tab removed, joined by ``\\n`` (tlparse's
+``src/lib.rs`` checks it the same way). ``{"str": ["path", idx]}`` envelopes intern file names that
+later stack frames refer to by index.
+
+The reader iterates the stream line by line (bytes), json-decodes envelope lines only, joins and hashes
+payload lines in C (``b"".join`` + ``bytes.replace`` + ``hashlib.md5``), and only decodes a payload to
+text when a parser asks for it. Memory is bounded by the largest single payload, not by the file.
+
+Nothing here raises on bad input: every problem is reported with ``sink.error(line_no, kind, ...)``
+using the kinds of ``ingest.records.ERROR_KINDS`` and reading goes on.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+
+# glog prefix as TorchLogsFormatter writes it: level, MMDD, time with microseconds, process/thread id,
+# module path relative to sys.path, line number. tlparse's re_glog is the same shape; the optional
+# "[rankN]:" prefix only appears in TORCH_LOGS text, accepted here for files that went through it.
+_GLOG = re.compile(
+    rb"(?:\[rank\d+\]:)?([VIWEC])(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) +(\d+) +(.+?):(\d+)\] "
+)
+
+# Keys an envelope carries besides its one event key (see trace_structured in torch/_logging/_internal.py).
+CONTEXT_KEYS = frozenset(
+    ("rank", "frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "has_payload", "stack",
+     "subgraph_name")
+)
+
+# Event keys seen in PyTorch 2.2-2.13 traces (tlparse's Envelope plus the ones it keeps in _other).
+KNOWN_EVENTS = frozenset((
+    "str", "dynamo_start", "dynamo_output_graph", "optimize_ddp_split_graph", "optimize_ddp_split_child",
+    "compiled_autograd_graph", "dynamo_guards", "dynamo_cpp_guards_str", "aot_forward_graph",
+    "aot_backward_graph", "aot_inference_graph", "aot_joint_graph", "inductor_pre_grad_graph",
+    "inductor_post_grad_graph", "inductor_output_code", "compilation_metrics", "compilation_metrics_runtime",
+    "bwd_compilation_metrics", "aot_autograd_backward_compilation_metrics", "graph_dump", "link",
+    "symbolic_shape_specialization", "propagate_real_tensors", "propagate_real_tensors_provenance",
+    "guard_added", "guard_added_fast", "create_symbol", "create_unbacked_symbol", "expression_created",
+    "missing_fake_kernel", "mismatched_fake_kernel", "artifact", "describe_storage", "describe_tensor",
+    "describe_source", "dump_file", "chromium_event", "exported_program", "dynamo_graph_break_reason",
+    "dynamo_error",
+))
+
+_HEX32 = re.compile(r"[0-9a-f]{32}\Z")
+_EXCERPT = 200
+
+
+def format_compile_id(compiled_autograd_id, frame_id, frame_compile_id, attempt) -> str | None:
+    """tlparse's CompileId Display without brackets: ``[!ca/]frame/compile[_attempt]``; None when the
+    envelope carries no id at all (export, AOT and runtime records)."""
+    if frame_id is None and frame_compile_id is None and compiled_autograd_id is None:
+        return None
+    s = f"{'-' if frame_id is None else frame_id}/{'-' if frame_compile_id is None else frame_compile_id}"
+    if attempt:
+        s = f"{s}_{attempt}"
+    if compiled_autograd_id is not None:
+        s = f"!{compiled_autograd_id}/{s}"
+    return s
+
+
+def _int_or_none(v):
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    return None
+
+
+class Envelope:
+    """One decoded record: the event key and value, its compile id, rank, and raw payload bytes."""
+
+    __slots__ = ("line_no", "name", "value", "data", "rank", "frame_id", "frame_compile_id", "attempt",
+                 "compiled_autograd_id", "compile_id", "payload_bytes", "_payload")
+
+    def __init__(self, line_no: int, name: str, data: dict):
+        self.line_no = line_no
+        self.name = name
+        self.data = data
+        self.value = data.get(name)
+        self.rank = _int_or_none(data.get("rank"))
+        self.frame_id = _int_or_none(data.get("frame_id"))
+        self.frame_compile_id = _int_or_none(data.get("frame_compile_id"))
+        self.attempt = _int_or_none(data.get("attempt"))
+        self.compiled_autograd_id = _int_or_none(data.get("compiled_autograd_id"))
+        self.compile_id = format_compile_id(self.compiled_autograd_id, self.frame_id, self.frame_compile_id,
+                                            self.attempt)
+        self.payload_bytes = None
+        self._payload = None
+
+    @property
+    def artifact_name(self) -> str | None:
+        v = self.value
+        if self.name == "artifact" and isinstance(v, dict):
+            n = v.get("name")
+            return n if isinstance(n, str) else None
+        return None
+
+    @property
+    def frame_key(self):
+        """Identifies one compile of a frame across its attempts (restarts)."""
+        return (self.rank, self.compiled_autograd_id, self.frame_id, self.frame_compile_id)
+
+    @property
+    def payload(self) -> str | None:
+        if self._payload is None and self.payload_bytes is not None:
+            self._payload = self.payload_bytes.decode("utf-8", "replace")
+        return self._payload
+
+
+class TraceStats:
+    """Counts kept while reading, reported through ``sink.meta('trace_stats', ...)``."""
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self.envelopes = 0
+        self.payloads = 0
+        self.events: Counter = Counter()
+        self.unknown_events: Counter = Counter()
+        self.unknown_keys: Counter = Counter()
+        self.errors: Counter = Counter()
+        self.blank_lines = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "lines": self.lines,
+            "envelopes": self.envelopes,
+            "payloads": self.payloads,
+            "blank_lines": self.blank_lines,
+            "events": dict(self.events),
+            "unknown_events": dict(self.unknown_events),
+            "unknown_keys": dict(self.unknown_keys),
+            "errors": dict(self.errors),
+        }
+
+
+def _excerpt(raw: bytes) -> str:
+    return raw[:_EXCERPT].decode("utf-8", "replace").rstrip("\r\n")
+
+
+class EnvelopeReader:
+    """Turns lines into Envelopes. Keeps the half-read payload between ``envelopes()`` calls, so a log
+    fed in several pieces reads exactly like the whole (see TraceParser.feed)."""
+
+    def __init__(self, sink, stats: TraceStats | None = None, line_offset: int = 0):
+        self.sink = sink
+        self.stats = stats or TraceStats()
+        self.line_no = line_offset
+        self._pending: Envelope | None = None   # envelope whose payload lines are being collected
+        self._expect: str = ""
+        self._lines: list = []
+        self._blanks = 0
+        self._orphans = 0                       # payload lines with no envelope before them
+        self._orphan_line = 0
+        self._last_newline = True
+
+    def _error(self, line_no: int, kind: str, msg: str, excerpt: str = "") -> None:
+        self.stats.errors[kind] += 1
+        self.sink.error(line_no, kind, msg, excerpt)
+
+    def _flush_orphans(self) -> None:
+        if self._orphans:
+            self._error(self._orphan_line, "payload",
+                        f"{self._orphans} tab-indented payload line(s) with no envelope announcing a payload")
+            self._orphans = 0
+
+    def _finish_payload(self, at_eof: bool = False) -> Envelope:
+        env = self._pending
+        lines = self._lines
+        self._pending = None
+        self._lines = []
+        self._blanks = 0
+        data = b"".join(lines)
+        if data.endswith(b"\n"):
+            data = data[:-1]
+        # every line starts with a tab: drop the first one and each one that follows a newline
+        body = data[1:].replace(b"\n\t", b"\n") if data else b""
+        self.stats.payloads += 1
+        expect = self._expect
+        digest = hashlib.md5(body).hexdigest()
+        if digest != expect and b"\r" in body:
+            # a CRLF-converted file: the \r was not part of what torch hashed
+            alt = body.replace(b"\r\n", b"\n")
+            if alt.endswith(b"\r"):
+                alt = alt[:-1]
+            if hashlib.md5(alt).hexdigest() == expect:
+                body, digest = alt, expect
+        if digest != expect:
+            if not _HEX32.match(expect):
+                self._error(env.line_no, "payload_md5", f"has_payload is not an md5 hex digest: {expect[:60]!r}")
+            elif at_eof and not self._last_newline:
+                self._error(env.line_no, "truncated",
+                            f"file ends inside the payload of this {env.name} record ({len(lines)} line(s) read)")
+            elif not lines:
+                self._error(env.line_no, "payload", f"{env.name} record announces a payload but none follows")
+            else:
+                self._error(env.line_no, "payload_md5",
+                            f"payload of {env.name} record ({len(lines)} line(s)) does not match has_payload md5")
+        env.payload_bytes = body
+        return env
+
+    def envelopes(self, stream):
+        """Yield each Envelope of ``stream`` (an iterable of bytes lines), payload attached."""
+        tab = b"\t"
+        start = line_no = self.line_no
+        lines = self._lines
+        try:
+            for raw in stream:
+                line_no += 1
+                if raw[:1] == tab:
+                    if self._pending is not None:
+                        if self._blanks:
+                            # tlparse: "a blank line in payload will still be \t"; an editor that strips
+                            # trailing whitespace turns it into an empty line, so put the tab back
+                            lines.extend([b"\t\n"] * self._blanks)
+                            self._blanks = 0
+                        lines.append(raw)
+                    else:
+                        if not self._orphans:
+                            self._orphan_line = line_no
+                        self._orphans += 1
+                    continue
+
+                if self._pending is not None:
+                    if raw == b"\n" or raw == b"\r\n":
+                        self._blanks += 1
+                        continue
+                    env = self._finish_payload()
+                    lines = self._lines
+                    yield env
+                if self._orphans:
+                    self._flush_orphans()
+
+                env = self._envelope(raw, line_no)
+                if env is not None:
+                    expect = env.data.get("has_payload")
+                    if expect is not None:
+                        self._expect = expect if isinstance(expect, str) else repr(expect)
+                        self._pending = env
+                    else:
+                        yield env
+        finally:
+            if line_no > start:
+                self._last_newline = raw.endswith(b"\n")
+            self.stats.lines += line_no - start
+            self.line_no = line_no
+
+    def close(self):
+        """End of input: returns the last envelope if it was waiting for more payload, else None."""
+        self._flush_orphans()
+        if self._pending is not None:
+            return self._finish_payload(at_eof=True)
+        return None
+
+    def _envelope(self, raw: bytes, line_no: int) -> Envelope | None:
+        stats = self.stats
+        if b"\x00" in raw:
+            self._error(line_no, "binary", "NUL bytes in line", _excerpt(raw.replace(b"\x00", b"\\0")))
+            raw = raw.replace(b"\x00", b"")
+            if not raw.strip():
+                return None
+        m = _GLOG.match(raw)
+        if m is None:
+            if not raw.strip():
+                stats.blank_lines += 1
+                return None
+            if not _is_text(raw):
+                kind, msg = "binary", "binary garbage"
+            elif not raw.endswith(b"\n") and raw[:1] in (b"V", b"I", b"W", b"E", b"C"):
+                kind, msg = "truncated", "file ends inside a glog prefix"
+            else:
+                kind, msg = "glog", "line has no glog prefix"
+            self._error(line_no, kind, msg, _excerpt(raw))
+            return None
+        body = raw[m.end():]
+        try:
+            data = json.loads(body)
+        except UnicodeDecodeError:
+            self._error(line_no, "encoding", "envelope is not valid UTF-8; decoded with replacement", _excerpt(raw))
+            try:
+                data = json.loads(body.decode("utf-8", "replace"))
+            except ValueError as e:
+                self._error(line_no, "json", f"envelope JSON does not decode: {e}", _excerpt(raw))
+                return None
+        except ValueError as e:
+            kind = "truncated" if not raw.endswith(b"\n") else "json"
+            self._error(line_no, kind, f"envelope JSON does not decode: {e}", _excerpt(raw))
+            return None
+        if not isinstance(data, dict) or not data:
+            self._error(line_no, "json", "envelope is not a JSON object with an event key", _excerpt(raw))
+            return None
+        stats.envelopes += 1
+        name = None
+        for k in data:
+            if k not in CONTEXT_KEYS:
+                if name is None:
+                    name = k
+                else:
+                    # trace_structured writes exactly one event key; more means a newer torch
+                    stats.unknown_keys[k] += 1
+        if name is None:
+            self._error(line_no, "json", "envelope has no event key", _excerpt(raw))
+            return None
+        if name not in KNOWN_EVENTS:
+            stats.unknown_events[name] += 1
+        stats.events[name] += 1
+        return Envelope(line_no, name, data)
+
+
+def _is_text(raw: bytes) -> bool:
+    """Mostly printable: a line of text that lacks the prefix, as opposed to binary garbage."""
+    sample = raw[:256]
+    bad = sum(1 for b in sample if b < 9 or 13 < b < 32 or b == 127)
+    return bad * 10 < len(sample)

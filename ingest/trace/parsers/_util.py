@@ -1,0 +1,72 @@
+"""Small helpers shared by the parsers: value coercion and the bridge to ingest.normalize."""
+from __future__ import annotations
+
+import json
+
+from ... import normalize
+
+
+def as_int(v):
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v == v and abs(v) < 2**62:
+        return int(v)
+    if isinstance(v, str):
+        try:
+            return int(v)
+        except ValueError:
+            return None
+    return None
+
+
+def as_float(v):
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+def as_str(v):
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, default=repr)
+
+
+def load_json(env, ctx):
+    """The payload decoded as JSON, or None (counted as a payload error) when it is not JSON."""
+    text = env.payload
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        ctx.stats.errors["payload"] += 1
+        ctx.sink.error(env.line_no, "payload", f"{env.artifact_name or env.name} payload is not valid JSON: {e}",
+                       text[:200])
+        return None
+
+
+def classify_guard_failure(raw: str) -> dict:
+    return normalize.classify_guard_failure(raw)
+
+
+def normalize_reason(text):
+    return normalize.normalize_reason(text)
+
+
+def graph_break_key(gb_type, reason, user_file, user_line) -> str:
+    return normalize.graph_break_key(gb_type, reason, user_file, user_line)
+
+
+def strip_entry_prefix(raw: str):
+    return normalize.strip_entry_prefix(raw)

@@ -1,0 +1,42 @@
+"""``chromium_event``: Chrome trace events from ``dynamo_timed`` (2.5+), payload JSON with name, ts (us),
+ph ("B"/"E" begin/end, "X" complete with dur, "i" instant). Begin/end pairs become ``compile_phases``
+rows with the begin's line and start and duration_us = end.ts - begin.ts."""
+from __future__ import annotations
+
+from ._util import load_json
+
+
+def _compile_id(ev, env):
+    args = ev.get("args")
+    if isinstance(args, dict):
+        cid = args.get("compile_id")
+        if isinstance(cid, str) and cid not in ("None", ""):
+            return cid
+    return env.compile_id
+
+
+def parse(env, ctx) -> None:
+    ev = load_json(env, ctx)
+    if not isinstance(ev, dict):
+        return
+    ph = ev.get("ph")
+    ts = ev.get("ts")
+    name = ev.get("name")
+    if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not isinstance(name, str):
+        return
+    cid = _compile_id(ev, env)
+    key = (ev.get("pid"), ev.get("tid"), name, cid, env.rank)
+    if ph == "B":
+        ctx.push_span(key, (ts, env.line_no))
+    elif ph == "E":
+        begin = ctx.pop_span(key)
+        if begin is None:
+            return
+        start, line_no = begin
+        ctx.sink.row("compile_phases", {"line_no": line_no, "compile_id": cid, "rank": env.rank, "name": name,
+                                        "start_us": int(start), "duration_us": int(round(ts - start))})
+    elif ph == "X":
+        dur = ev.get("dur")
+        if isinstance(dur, (int, float)) and not isinstance(dur, bool):
+            ctx.sink.row("compile_phases", {"line_no": env.line_no, "compile_id": cid, "rank": env.rank,
+                                            "name": name, "start_us": int(ts), "duration_us": int(round(dur))})

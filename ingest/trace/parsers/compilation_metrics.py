@@ -1,0 +1,121 @@
+"""``compilation_metrics``: one per frame compile (written when the compile ends, after its last
+attempt). Gives the ``compiles`` row, a ``recompiles`` row for every compile of a frame after its first
+(frame_compile_id > 0), graph breaks from ``restart_reasons`` when no ``dynamo_graph_break_reason``
+artifact covered that compile, and a ``limit_hits`` row when the compile failed on a recompile /
+cache-size limit (2.6+ record it as fail_type Unsupported, reason "Dynamo recompile limit exceeded ...
+exceeding the recompile_limit cache size limit (currently set to 8)")."""
+from __future__ import annotations
+
+import json
+import re
+
+from ._util import as_float, as_int, as_str
+from .graph_break import break_row, parse_reason
+
+_INT_FIELDS = ("co_firstlineno", "guard_count", "shape_env_guard_count", "graph_op_count", "graph_node_count",
+               "graph_input_count", "cache_size", "accumulated_cache_size", "fail_user_frame_lineno")
+_FLOAT_FIELDS = ("start_time", "entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s",
+                 "code_gen_time_s")
+_STR_FIELDS = ("co_name", "co_filename", "fail_reason", "fail_user_frame_filename", "recompile_reason")
+_COMPILE_ID = re.compile(r"(?:!(\d+)/)?(\d+|-)/(\d+|-)(?:_(\d+))?\Z")
+_CLASS_REPR = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>\Z")
+_LIMIT = re.compile(r"\b(accumulated_recompile_limit|accumulated_cache_size_limit|recompile_limit|cache_size_limit)\b")
+_LIMIT_VALUE = re.compile(r"currently set to (\d+)|\((\d+)\)")
+
+
+def _ids(env, m):
+    ids = (env.compiled_autograd_id, env.frame_id, env.frame_compile_id, env.attempt)
+    if env.frame_id is None and isinstance(m.get("compile_id"), str):
+        # runtime / older records carry only the string form inside the metrics
+        mm = _COMPILE_ID.match(m["compile_id"])
+        if mm:
+            ids = tuple(None if g in (None, "-") else int(g) for g in mm.groups())
+    return ids
+
+
+def parse(env, ctx) -> None:
+    m = env.value
+    if not isinstance(m, dict):
+        ctx.stats.errors["json"] += 1
+        ctx.sink.error(env.line_no, "json", "compilation_metrics value is not a JSON object", str(m)[:200])
+        return
+    from ..envelope import format_compile_id
+
+    ca, frame_id, fci, attempt = _ids(env, m)
+    compile_id = format_compile_id(ca, frame_id, fci, attempt)
+    rank = env.rank
+    row = {"line_no": env.line_no, "compile_id": compile_id, "frame_id": frame_id, "frame_compile_id": fci,
+           "attempt": attempt, "compiled_autograd_id": ca, "rank": rank}
+    for k in _INT_FIELDS:
+        row[k] = as_int(m.get(k))
+    for k in _FLOAT_FIELDS:
+        row[k] = as_float(m.get(k))
+    for k in _STR_FIELDS:
+        v = m.get(k)
+        row[k] = v if isinstance(v, str) else as_str(v)
+    fail_type = m.get("fail_type")
+    if fail_type is not None:
+        fail_type = str(fail_type)
+        # 2.3/2.4 logged "<class 'torch._dynamo.exc.BackendCompilerFailed'>", 2.5+ the bare name:
+        # keep the bare name so failures group across versions
+        cm = _CLASS_REPR.match(fail_type)
+        if cm:
+            fail_type = cm.group(1)
+    row["fail_type"] = fail_type
+    restarts = m.get("restart_reasons")
+    if isinstance(restarts, (list, tuple)):
+        restarts = [str(r) for r in restarts]
+    elif restarts is not None:
+        restarts = [str(restarts)]
+    row["restart_reasons"] = None if restarts is None else json.dumps(restarts)
+    row["is_recompile"] = bool(fci)
+    row["metrics_json"] = json.dumps(m, default=repr)
+    ctx.sink.row("compiles", row)
+
+    key = (rank, ca, frame_id, fci)
+    ctx.started.pop(key, None)
+    co_name = row["co_name"]
+    if co_name and frame_id is not None:
+        ctx.frame_functions.setdefault((rank, ca, frame_id), co_name)
+    elif frame_id is not None:
+        # a compile that failed early (e.g. on the recompile limit) logs co_name null: the frame's
+        # earlier compiles name it
+        co_name = ctx.frame_functions.get((rank, ca, frame_id))
+
+    if fci and key not in ctx.recompiles_emitted:
+        ctx.recompiles_emitted.add(key)
+        no = ctx.recompile_nos.get(key)
+        if no is None:
+            no = ctx.next_recompile_no()
+        reason = row["recompile_reason"] or ctx.recompile_reasons.get(key)
+        if reason:
+            reason = reason.split("\nUser stack trace:", 1)[0].strip()
+        ctx.sink.row("recompiles", {
+            "line_no": env.line_no, "recompile_no": no, "compile_id": compile_id, "rank": rank,
+            "function": co_name, "file": row["co_filename"], "line": row["co_firstlineno"],
+            "ts": row["start_time"], "reason": reason, "source": "trace",
+        })
+
+    if restarts and key not in ctx.break_artifacts:
+        seen = set()
+        for reason in restarts:
+            if not reason.strip() or reason in seen:
+                continue
+            seen.add(reason)
+            info = parse_reason(reason)
+            ctx.sink.row("graph_breaks", break_row(env.line_no, compile_id, rank, "trace_restart", reason, info,
+                                                   None, None, None, None, False))
+
+    fail_reason = row["fail_reason"]
+    if fail_reason and ("limit" in fail_reason):
+        lm = _LIMIT.search(fail_reason)
+        if lm and re.search(r"exceeded|reached|\bhit\b", fail_reason):
+            vm = _LIMIT_VALUE.search(fail_reason)
+            value = None
+            if vm:
+                value = int(vm.group(1) or vm.group(2))
+            ctx.sink.row("limit_hits", {
+                "line_no": env.line_no, "compile_id": compile_id, "rank": rank, "limit_name": lm.group(1),
+                "limit_value": value, "function": co_name, "file": row["co_filename"],
+                "line": row["co_firstlineno"], "reason": fail_reason,
+            })

@@ -1,0 +1,41 @@
+"""``dynamo_start``: a frame compile begins. Remembered so that a compile that never reaches its
+``compilation_metrics`` (a crash, a truncated log, or the oldest 2024 traces that have no metrics at
+all) still gets a ``compiles`` row when the file ends."""
+from __future__ import annotations
+
+from ._util import as_int
+
+
+def parse(env, ctx) -> None:
+    if env.frame_id is None:
+        return
+    stack = env.value.get("stack") if isinstance(env.value, dict) else None
+    name = filename = line = None
+    if isinstance(stack, list) and stack and isinstance(stack[-1], dict):
+        top = stack[-1]
+        name = top.get("name") if isinstance(top.get("name"), str) else None
+        filename = ctx.intern(top.get("filename"))
+        line = as_int(top.get("line"))
+    key = env.frame_key
+    if key not in ctx.started:
+        ctx.started[key] = (env.line_no, env, name, filename, line)
+    if name and (env.rank, env.compiled_autograd_id, env.frame_id) not in ctx.frame_functions:
+        ctx.frame_functions[(env.rank, env.compiled_autograd_id, env.frame_id)] = name
+
+
+def finish(ctx) -> None:
+    for key, (line_no, env, name, filename, line) in ctx.started.items():
+        ctx.sink.row("compiles", {
+            "line_no": line_no,
+            "compile_id": env.compile_id,
+            "frame_id": env.frame_id,
+            "frame_compile_id": env.frame_compile_id,
+            "attempt": env.attempt,
+            "compiled_autograd_id": env.compiled_autograd_id,
+            "rank": env.rank,
+            "co_name": name,
+            "co_filename": filename,
+            "co_firstlineno": line,
+            "is_recompile": bool(env.frame_compile_id),
+        })
+    ctx.started.clear()

@@ -229,7 +229,8 @@ class _StoreSink:
         batch = pa.Table.from_arrays(arrays, names=names)
         self.con.register("_cw_batch", batch)
         try:
-            self.con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(names)} FROM _cw_batch")
+            # DuckDB 2 streams results: fetch so the connection is free for the next statement.
+            self.con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(names)} FROM _cw_batch").fetchall()
         finally:
             self.con.unregister("_cw_batch")
         self.counts[table] = self.counts.get(table, 0) + len(rows)
@@ -264,6 +265,12 @@ class _ProgressStream:
 
     def readline(self, *a):
         return self.inner.readline(*a)
+
+
+def _one(con, sql: str, params=None):
+    # fetchall, not fetchone: DuckDB 2 keeps a partly fetched result open and refuses the next statement.
+    rows = con.execute(sql, params or []).fetchall()
+    return rows[0] if rows else None
 
 
 def _sha256(path: Path) -> tuple[str, int]:
@@ -340,7 +347,10 @@ def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_byte
     result = FileResult(name, kind, "stored", rid, sha256=sha, size_bytes=size)
     try:
         with store.write() as con:
-            existing = con.execute("SELECT run_id FROM files WHERE sha256 = ?", [sha]).fetchone()
+            if m is None:
+                existing = _one(con, "SELECT run_id FROM files WHERE sha256 = ? LIMIT 1", [sha])
+            else:
+                existing = _one(con, "SELECT run_id FROM files WHERE sha256 = ? AND run_id = ?", [sha, rid])
             if existing:
                 result.status, result.run_id = "duplicate", existing[0]
                 result.message = "already stored (same sha256)"
@@ -348,7 +358,7 @@ def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_byte
             stored_path = store.keep_raw(unit.path, sha)
             con.execute("BEGIN")
             try:
-                file_id = con.execute("SELECT nextval('file_id_seq')").fetchone()[0]
+                file_id = _one(con, "SELECT nextval('file_id_seq')")[0]
                 sink = _StoreSink(con, rid, file_id, name)
                 if kind == detect.UNKNOWN:
                     sink.error(0, "unknown_format", sniffed.reason or "not a TORCH_TRACE, TORCH_LOGS text, bundle or benchmark CSV", "")
@@ -387,7 +397,7 @@ def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_byte
                     "INSERT INTO files (file_id, run_id, sha256, size_bytes, kind, original_name, stored_path, status, parser_version, records, errors) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [file_id, rid, sha, size, kind, name, stored_path, result.status if result.status != "stored" else "ok",
-                     PARSER_VERSION, result.total_records, result.errors])
+                     PARSER_VERSION, result.total_records, result.errors]).fetchall()
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -420,4 +430,4 @@ def _upsert_run(con, rid, m, model, label, torch_version, started_at, path: Path
     con.execute(
         f"INSERT INTO runs (run_id, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))}) "
         f"ON CONFLICT (run_id) DO UPDATE SET {updates}",
-        [rid, *values.values()])
+        [rid, *values.values()]).fetchall()  # DuckDB 2 keeps an upsert's result open until fetched

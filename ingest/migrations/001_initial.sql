@@ -26,7 +26,7 @@ CREATE TABLE runs (
 CREATE TABLE files (
     file_id         BIGINT PRIMARY KEY,
     run_id          VARCHAR NOT NULL,
-    sha256          VARCHAR NOT NULL UNIQUE,
+    sha256          VARCHAR NOT NULL,
     size_bytes      BIGINT,
     kind            VARCHAR,            -- torch_trace | torch_logs | bench_csv | timings | manifest | unknown
     original_name   VARCHAR,
@@ -35,7 +35,10 @@ CREATE TABLE files (
     parser_version  INTEGER,
     records         BIGINT,
     errors          BIGINT,
-    ingested_at     TIMESTAMP DEFAULT current_timestamp
+    ingested_at     TIMESTAMP DEFAULT current_timestamp,
+    -- A loose file is the same file wherever it comes from (checked by sha256 alone in the loader);
+    -- a bundle's files belong to their run: two runs may write byte-identical timings.
+    UNIQUE (run_id, sha256)
 );
 CREATE SEQUENCE file_id_seq START 1;
 

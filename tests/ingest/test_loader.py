@@ -1,0 +1,138 @@
+"""The loader: dedupe, bundles and archives, bad input kept and counted, crash safety."""
+from __future__ import annotations
+
+import json
+import tarfile
+import zipfile
+
+import pytest
+
+from ingest import loader as loader_mod
+from ingest.bundle import Manifest, write_manifest
+from ingest.loader import ingest_paths
+
+BENCH = "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_peak_mem,dynamo_peak_mem,graph_breaks,unique_graphs\n" \
+        "cuda,resnet50,32,1.31,10.5,41.2,0.98,3.1,3.2,0,1\n"
+TIMINGS = {"format_version": 1, "device": "cpu", "callables": [
+    {"name": "Model.forward", "mode": "compiled", "first_call_ms": 900.0,
+     "steps": [{"step": 0, "phase": "compile", "duration_ms": 900.0},
+               {"step": 1, "phase": "warmup", "duration_ms": 3.0},
+               {"step": 2, "phase": "steady", "duration_ms": 2.5}]}]}
+
+
+def _count(store, table):
+    with store.read() as con:
+        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def _bundle(tmp_path, run_id="run-1"):
+    b = tmp_path / run_id
+    b.mkdir()
+    (b / "bench.csv").write_text(BENCH)
+    (b / "timings.json").write_text(json.dumps(TIMINGS))
+    write_manifest(b, Manifest(run_id=run_id, model="resnet50", label="main@abc", torch_version="2.11.0",
+                               started_at="2026-11-20T10:00:00Z", ended_at="2026-11-20T10:05:00Z", exit_status=0,
+                               end_reason="exited", gpu_name="NVIDIA H100", command=["python", "train.py"]))
+    return b
+
+
+def test_same_file_twice_adds_nothing(store, tmp_path):
+    f = tmp_path / "bench.csv"
+    f.write_text(BENCH)
+    first = ingest_paths(store, [f])
+    assert [r.status for r in first.files] == ["stored"]
+    assert first.files[0].records == {"bench_results": 1}
+    second = ingest_paths(store, [f])
+    assert [r.status for r in second.files] == ["duplicate"]
+    assert _count(store, "bench_results") == 1 and _count(store, "files") == 1
+
+
+def test_bundle_dir_tar_and_zip(store, tmp_path):
+    b = _bundle(tmp_path)
+    rep = ingest_paths(store, [b])
+    assert {r.status for r in rep.files} == {"stored"}, rep.files
+    with store.read() as con:
+        run = con.execute("SELECT model, label, torch_version, gpu_name, exit_status, end_reason, command, started_at::VARCHAR FROM runs").fetchone()
+        steps = con.execute("SELECT phase, duration_ms FROM step_timings ORDER BY step").fetchall()
+    assert run == ("resnet50", "main@abc", "2.11.0", "NVIDIA H100", 0, "exited", "python train.py", "2026-11-20 10:00:00")
+    assert steps == [("compile", 900.0), ("warmup", 3.0), ("steady", 2.5)]
+
+    (tmp_path / "t").mkdir()
+    b2 = _bundle(tmp_path / "t", "run-2")
+    tgz = tmp_path / "run-2.tar.gz"
+    with tarfile.open(tgz, "w:gz") as tf:
+        tf.add(b2, arcname="run-2")
+    rep = ingest_paths(store, [tgz])
+    assert {r.status for r in rep.files} == {"stored"}, rep.files
+    # The same files again, zipped: every one is recognised.
+    z = tmp_path / "again.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        for p in b2.iterdir():
+            zf.write(p, f"run-2/{p.name}")
+    assert {r.status for r in ingest_paths(store, [z]).files} == {"duplicate"}
+    assert _count(store, "runs") == 2
+
+
+def test_zip_that_escapes_is_refused_with_a_reason(store, tmp_path):
+    z = tmp_path / "evil.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("../../etc/evil.txt", "x")
+    rep = ingest_paths(store, [z])
+    assert rep.files[0].status == "failed" and "escapes" in rep.files[0].message
+    assert _count(store, "files") == 0
+
+
+def test_binary_garbage_is_kept_and_reported(store, tmp_path):
+    f = tmp_path / "core.bin"
+    f.write_bytes(bytes(range(256)) * 64)
+    rep = ingest_paths(store, [f])
+    assert rep.files[0].status == "failed" and rep.files[0].kind == "unknown"
+    with store.read() as con:
+        err = con.execute("SELECT original_name, kind FROM ingest_errors").fetchone()
+        stored = con.execute("SELECT stored_path FROM files").fetchone()[0]
+    assert err == ("core.bin", "unknown_format")
+    assert (store.folder / stored).read_bytes() == f.read_bytes()
+
+
+def test_bad_csv_row_is_counted_with_its_line_and_the_rest_lands(store, tmp_path):
+    f = tmp_path / "b.csv"
+    f.write_text(BENCH + "cuda,vit,abc,1.1,2\ncuda,bert,8,1.2,3.0,1,1,1,1,0,1\n")
+    rep = ingest_paths(store, [f])
+    assert rep.files[0].status == "partial" and rep.files[0].errors == 1
+    with store.read() as con:
+        assert con.execute("SELECT line_no FROM ingest_errors").fetchone()[0] == 3
+    assert _count(store, "bench_results") == 2
+
+
+def test_strict_stores_nothing_of_a_file_with_errors(store, tmp_path):
+    f = tmp_path / "b.csv"
+    f.write_text(BENCH + "cuda,vit,abc,1.1,2\n")
+    rep = ingest_paths(store, [f], strict=True)
+    assert rep.files[0].status == "failed" and "--strict" in rep.files[0].message
+    assert _count(store, "bench_results") == 0 and _count(store, "files") == 0
+
+
+def test_crash_mid_file_stores_nothing_and_a_retry_stores_once(store, tmp_path, monkeypatch):
+    f = tmp_path / "big.csv"
+    f.write_text("dev,name,batch_size,speedup,abs_latency\n" + "".join(f"cuda,m{i},1,1.1,1\n" for i in range(50_000)))
+    real = loader_mod.parser_for
+
+    def crashing(kind):
+        parse = real(kind)
+
+        def run(stream, sink):
+            parse(stream, sink)          # >= one batch flushed into the open transaction
+            raise KeyboardInterrupt
+        return run
+    monkeypatch.setattr(loader_mod, "parser_for", crashing)
+    with pytest.raises(KeyboardInterrupt):
+        ingest_paths(store, [f])
+    assert _count(store, "bench_results") == 0 and _count(store, "files") == 0
+    monkeypatch.setattr(loader_mod, "parser_for", real)
+    assert ingest_paths(store, [f]).files[0].status == "stored"
+    assert _count(store, "bench_results") == 50_000
+
+
+def test_missing_path_is_a_failed_result_not_an_exception(store, tmp_path):
+    rep = ingest_paths(store, [tmp_path / "nope.log"])
+    assert rep.files[0].status == "failed" and "no such file" in rep.files[0].message

@@ -1,0 +1,72 @@
+"""The store: migrations, locking between processes, versions, raw files."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+
+import pytest
+
+from ingest.errors import StoreError
+from ingest.store import Store, migrations
+
+
+def test_migrations_apply_once_and_are_recorded(tmp_path):
+    s = Store.open(tmp_path / "a.duckdb")
+    with s.read() as con:
+        names = [r[0] for r in con.execute("SELECT name FROM _migrations ORDER BY name").fetchall()]
+    assert names == [n for n, _ in migrations()]
+    assert Store.open(tmp_path / "a.duckdb").migrate() == []
+
+
+def test_read_of_missing_database_names_the_fix(tmp_path):
+    with pytest.raises(StoreError) as e:
+        with Store(tmp_path / "none.duckdb").read():
+            pass
+    assert "compilewatch ingest" in e.value.hint
+
+
+def test_data_version_changes_on_write(store):
+    v0 = store.data_version()
+    with store.write() as con:
+        con.execute("INSERT INTO runs (run_id) VALUES ('r1')")
+    assert store.data_version() != v0
+
+
+def _writer(db, n, tag):
+    s = Store(db)
+    for i in range(n):
+        with s.write() as con:
+            con.execute("INSERT INTO runs (run_id, model) VALUES (?, ?)", [f"{tag}-{i}", tag])
+
+
+def _reader(db, seconds, q):
+    s = Store(db)
+    seen, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        with s.read() as con:
+            seen = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+    q.put(seen)
+
+
+def test_concurrent_writers_and_a_reader_in_other_processes(store):
+    # DuckDB refuses a second writing process outright; the flock in front must make them queue.
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(store.db_path, 15, t)) for t in ("a", "b", "c")]
+    procs.append(ctx.Process(target=_reader, args=(store.db_path, 3.0, q)))
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert q.get(timeout=5) >= 0
+    with store.read() as con:
+        assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs").fetchone() == (45, 45)
+
+
+def test_keep_raw_is_content_addressed(store, tmp_path):
+    f = tmp_path / "x.log"
+    f.write_bytes(b"hello")
+    rel = store.keep_raw(f, "ab" + "0" * 62)
+    assert (store.folder / rel).read_bytes() == b"hello"
+    assert store.keep_raw(f, "ab" + "0" * 62) == rel

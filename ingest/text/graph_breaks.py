@@ -1,0 +1,192 @@
+"""Graph-break records, every shape torch has printed them in.
+
+- 2.1-2.3   ``Graph break: <reason> from user code at:`` + user stack
+- 2.3-2.4   ``Graph break: from user code at:`` + user stack + ``Traceback ...`` whose last
+            exception line (``torch._dynamo.exc.Unsupported: <reason>``) is the reason
+- 2.3-2.4   ``Graph break: skip: from user code at:`` (the whole frame falls back to eager)
+- 2.5-2.6   ``Graph break in user code at F:L`` + ``Reason: Unsupported: ...`` + ``User code traceback:``
+- 2.7+      ``Graph break in user code at F:L`` + ``Graph Break Reason: ...`` with
+            ``<gb_type>`` / ``Explanation:`` / ``Hint:`` / ``Developer debug context:`` / gbNNNN link,
+            ``Stack variable source attribution:``, ``User code traceback:``; the duplicate form
+            ``Graph break (user stack suppressed due to duplicate graph break) in user code at F:L``;
+            nested ``*** While handling this graph break, another graph break occurred: ***``
+- 2.12+     ``Graph break: torch.compile cannot properly resume from this graph break, which
+            results in a skip.`` + ``The graph break occurred in the following user code:``
+"""
+from __future__ import annotations
+
+import re
+
+from ..normalize import graph_break_key, normalize_reason
+from .common import base_row, format_stack, frames
+
+_IN_USER_CODE = re.compile(r"^Graph break(?P<dup> \((?:user stack|details) suppressed[^)]*\))? in user code at (?P<file>.*):(?P<line>\d+)\s*$")
+_OLD_FORM = re.compile(r"^Graph break: (?P<reason>.*?)\s*from user code at:?\s*(?P<rest>.*)$", re.S)
+_EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:Unsupported|[A-Z]\w*(?:Error|Exception|Unsupported))(?:: (?P<msg>.*))?$")
+_GB_LINK = re.compile(r"/gb/gb(?P<code>\d+)\.html")
+_NESTED = "*** While handling this graph break, another graph break occurred: ***"
+_SECTION_END = ("User code traceback:", "Stack variable source attribution:")
+
+
+def starts(msg: str) -> bool:
+    return msg.startswith("Graph break")
+
+
+def parse(rec, ctx, sink) -> None:
+    lines = rec.lines
+    head = lines[0]
+    gb_type = explanation = hints = gb_code = None
+    reason = user_file = user_line = user_function = None
+    fr: list = []
+    m = _IN_USER_CODE.match(head)
+    if m:
+        user_file, user_line = m.group("file"), int(m.group("line"))
+        reason_lines, rest = _reason_block(lines[1:])
+        fr = frames(_before_traceback(rest))
+        reason = "\n".join(reason_lines).strip() or _exception_reason(rest)
+    elif head.startswith("Graph break: torch.compile cannot properly resume"):
+        body = lines[1:]
+        fr = frames(_before_traceback(body))
+        reason = _exception_reason(body) or "skip: " + head[len("Graph break: "):].strip()
+    else:
+        text = "\n".join(lines)
+        m = _OLD_FORM.match(text)
+        if not m:
+            # "Graph break: <reason>" without a user stack (some 2.x paths log only the reason)
+            if head.startswith("Graph break: "):
+                reason = text[len("Graph break: "):].strip()
+                fr = frames(_before_traceback(lines[1:]))
+            else:
+                ctx.error(rec.start_line, "payload", "graph-break record of an unknown shape", head)
+                return
+        else:
+            reason = m.group("reason").strip()
+            fr = frames(_before_traceback(lines))
+            exc_reason = _exception_reason(lines)
+            if reason in ("", "skip:"):
+                reason = ((reason + " ") if reason else "") + (exc_reason or "")
+                reason = reason.strip() or None
+    if reason is None and not fr and user_file is None:
+        ctx.error(rec.start_line, "payload", "graph-break record without reason or location", head)
+        return
+    nested = bool(reason and _NESTED in reason)
+    if reason:
+        gb_type, explanation, hints, gb_code = _structured(reason)
+        if reason.startswith("Reason: "):
+            reason = reason[len("Reason: "):]
+    user_frames = [f for f in fr if not _is_torch_internal(f[0])] or fr
+    if user_file is None and user_frames:
+        user_file, user_line, user_function = user_frames[-1]
+    elif user_file is not None:
+        for f, ln, fn in reversed(fr):
+            if f == user_file and ln == user_line:
+                user_function = fn
+                break
+    row = base_row(rec)
+    row.update(
+        source="text",
+        gb_type=gb_type,
+        gb_code=gb_code,
+        reason=reason,
+        reason_norm=normalize_reason(reason)[:2000] if reason else None,
+        explanation=explanation,
+        hints=hints,
+        user_file=user_file,
+        user_line=user_line,
+        user_function=user_function,
+        user_stack=format_stack(fr) or None,
+        nested=nested,
+        break_key=graph_break_key(gb_type, reason, user_file, user_line),
+    )
+    sink.row("graph_breaks", row)
+
+
+def _before_traceback(lines):
+    for i, ln in enumerate(lines):
+        if ln.startswith("Traceback (most recent call last)"):
+            return lines[:i]
+    return lines
+
+
+def _reason_block(lines):
+    """Split "Graph Break Reason: ..." / "Reason: ..." text from the stack after it."""
+    if not lines:
+        return [], []
+    first = lines[0]
+    if first.startswith("Graph Break Reason: "):
+        out = [first[len("Graph Break Reason: "):]]
+    elif first.startswith("Reason: "):
+        out = [first]
+    else:
+        return [], lines
+    for i in range(1, len(lines)):
+        ln = lines[i]
+        if ln.startswith(_SECTION_END) or ln.startswith("Traceback (most recent call last)"):
+            return out, lines[i:]
+        out.append(ln)
+    return out, []
+
+
+def _exception_reason(lines) -> str | None:
+    """The message of the last exception line of a traceback (the reason in 2.3-2.4 logs)."""
+    if not lines:
+        return None
+    tb = None
+    for i, ln in enumerate(lines):
+        if ln.startswith("Traceback (most recent call last)"):
+            tb = i
+    if tb is None:
+        return None
+    for j in range(len(lines) - 1, tb, -1):
+        ln = lines[j]
+        if ln and not ln[0].isspace():
+            m = _EXC_LINE.match(ln)
+            if m:
+                tail = [ln2 for ln2 in lines[j + 1:]]
+                # "from user code:" and what follows is context appended to the message
+                for k, t in enumerate(tail):
+                    if t.strip().startswith("from user code:") or t.startswith("Set TORCH_LOGS"):
+                        tail = tail[:k]
+                        break
+                msg = "\n".join([m.group("msg") or ""] + tail).strip()
+                return msg or ln
+    return None
+
+
+def _structured(reason: str):
+    """gb_type, explanation, hints, gb_code from a 2.7+ structured reason; the last message
+    wins for nested breaks (that is the one raised, and the one TORCH_TRACE names)."""
+    part = reason.rsplit(_NESTED, 1)[-1]
+    lines = part.split("\n")
+    gb_type = None
+    expl: list = []
+    hints: list = []
+    cur = None
+    for i, ln in enumerate(lines):
+        s = ln.strip()
+        if s.startswith("Explanation:"):
+            if gb_type is None:
+                for back in range(i - 1, -1, -1):
+                    cand = lines[back].strip()
+                    if cand:
+                        gb_type = cand[len("Reason: "):] if cand.startswith("Reason: ") else cand
+                        if gb_type.startswith("Unsupported: "):
+                            gb_type = gb_type[len("Unsupported: "):]
+                        break
+            expl.append(s[len("Explanation:"):].strip())
+            cur = expl
+        elif s.startswith("Hint:"):
+            hints.append(s[len("Hint:"):].strip())
+            cur = None
+        elif s.startswith("Developer debug context:") or s.startswith("For more details"):
+            cur = None
+        elif cur is expl and s:
+            expl.append(s)
+    m = _GB_LINK.search(part)
+    gb_code = f"GB{m.group('code')}" if m else None
+    return (gb_type, "\n".join(expl) or None, "\n".join(hints) or None, gb_code)
+
+
+def _is_torch_internal(path: str) -> bool:
+    p = path.replace("\\", "/")
+    return "/torch/_dynamo/" in p or "/torch/_inductor/" in p or p.startswith("<frozen")

@@ -1,0 +1,231 @@
+"""Lines -> log records for TORCH_LOGS text, every prefix format since torch 2.0.
+
+A *record* is one Python logging call: its message may span many lines, and torch's formatter
+repeats the same prefix on each of them (2.1+). Lines from several processes or ranks can
+interleave, so one record is kept open per (rank, pid) and a line continues it when it carries
+the identical prefix and does not itself start a new record. Prefixes understood:
+
+- glog (2.2+):  ``[rank0]:V0703 10:34:13.273000 1403 torch/_dynamo/guards.py:2590] [0/1] [__recompiles] msg``
+- old (2.0/2.1): ``[rank3]:[2023-11-06 14:54:45,922] [0/1] torch._dynamo.guards.__recompiles: [DEBUG] msg``
+- torchrun's ``--tee`` prefix ``[default3]:`` in front of either.
+Lines without a prefix continue the record just before them when they look like a
+continuation (indented, a traceback, a known section header): 2.0 printed some multi-line
+warnings that way, and TORCH_LOGS_FORMAT can drop the prefix altogether.
+"""
+from __future__ import annotations
+
+import calendar
+import re
+import time
+from dataclasses import dataclass, field
+
+_GLOG = re.compile(
+    r"(?P<level>[VIWEDC])(?P<md>\d{4}) (?P<hms>\d\d:\d\d:\d\d)\.(?P<us>\d{1,6}) +(?P<pid>\d+) "
+    r"(?P<path>[^\]]*?):(?P<lineno>\d+)\]"
+    r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])?(?: \[(?P<art>__\w+)\])?(?: |$)")
+_OLD = re.compile(
+    r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d),(?P<ms>\d{3})\]"
+    r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])? (?P<logger>[\w.]+): \[(?P<level>[A-Z]+)\](?: |$)")
+_RANK = re.compile(r"\[(?:rank|default)(?P<rank>\d+)\]:")
+# something that starts like a prefix but did not parse: a cut or mangled log line
+_PREFIXISH = re.compile(r"(?:\[(?:rank|default)\d+\]:)?(?:[VIWEC]\d{4} \d\d:\d\d|\[\d{4}-\d\d-\d\d \d\d:)")
+
+RECORD_STARTS = (
+    "Graph break",
+    "Recompiling function",
+    "('Recompiling function",
+    "torch._dynamo hit config.",
+    "torchdynamo hit config.",
+)
+# unprefixed lines that still belong to the record before them
+_CONTINUATION_STARTS = (
+    " ", "\t", "Traceback", "torch._dynamo.exc.", "torch.", "Graph Break Reason", "Reason:",
+    "User code traceback", "Stack variable source attribution", "The graph break occurred",
+    "torch.compile will skip", "*** While handling", "triggered by", "To log all", "To diagnose",
+    "to diagnose", "- ", "guard ", "from user code", "Set TORCH_LOGS", "During handling",
+    "The above exception",
+)
+MAX_RECORD_LINES = 20000  # a bound on memory per open record; longer records are cut and counted
+
+_YEAR_NOW = time.gmtime().tm_year
+
+
+@dataclass
+class Record:
+    start_line: int
+    prefix: str | None          # the exact prefix text repeated on every line, None when bare
+    rank: int | None
+    pid: int | None
+    compile_id: str | None
+    artifact: str | None        # "recompiles", "graph_breaks", ... (without "__"), or None
+    level: str | None
+    ts: float | None
+    keep: bool                  # False: not a record kind we parse; its lines are only skipped
+    lines: list = field(default_factory=list)   # message text of each line
+    line_nos: list = field(default_factory=list)
+    cut: bool = False
+
+
+def glog_epoch(md: str, hms: str, us: str, year: int | None = None) -> float | None:
+    """glog prints no year: take the given one, or this year unless that lies in the future."""
+    try:
+        mon, day = int(md[:2]), int(md[2:])
+        h, m, s = int(hms[:2]), int(hms[3:5]), int(hms[6:8])
+        y = year or _YEAR_NOW
+        t = calendar.timegm((y, mon, day, h, m, s, 0, 0, 0))
+        if year is None and t > time.time() + 86400:
+            t = calendar.timegm((y - 1, mon, day, h, m, s, 0, 0, 0))
+        return t + int(us.ljust(6, "0")) / 1e6
+    except (ValueError, OverflowError):
+        return None
+
+
+def old_epoch(date: str, hms: str, ms: str) -> float | None:
+    try:
+        y, mo, d = int(date[:4]), int(date[5:7]), int(date[8:10])
+        return calendar.timegm((y, mo, d, int(hms[:2]), int(hms[3:5]), int(hms[6:8]), 0, 0, 0)) + int(ms) / 1e3
+    except (ValueError, OverflowError):
+        return None
+
+
+def is_record_start(msg: str) -> bool:
+    return msg.startswith(RECORD_STARTS)
+
+
+class RecordAssembler:
+    """Feed decoded lines; completed records go to ``on_record(record)``; lines that look like a
+    prefixed log line but cannot be read go to ``on_error(line_no, kind, message, excerpt)``."""
+
+    def __init__(self, wanted, on_record, on_error):
+        self._wanted = wanted            # msg -> bool: is this the first line of a record we parse?
+        self._on_record = on_record
+        self._on_error = on_error
+        self._open: dict = {}            # (rank, pid) -> Record
+        self._last: Record | None = None  # the record the previous line went to
+        self._last_prefix: str | None = None
+        self._bare_ok = False            # may an unprefixed line continue self._last?
+
+    # -- one line
+    def feed(self, line_no: int, s: str) -> None:
+        lp = self._last_prefix
+        if lp is not None and s.startswith(lp):
+            msg = s[len(lp):]
+            if msg.startswith(" "):
+                msg = msg[1:]
+            if not msg.startswith(RECORD_STARTS):
+                rec = self._last
+                if rec.keep:
+                    self._add(rec, line_no, msg)
+                self._bare_ok = True
+                return
+        if not s:
+            if self._bare_ok and self._last is not None and self._last.keep:
+                self._add(self._last, line_no, "")
+            return
+        c = s[0]
+        if c == "[" or c in "VIWEDC":
+            head = self._parse_prefix(s)
+            if head is not None:
+                self._prefixed(line_no, s, *head)
+                return
+            if _PREFIXISH.match(s):
+                self._on_error(line_no, "glog", "line starts like a log prefix that cannot be read", s)
+                self._bare_ok = False
+                return
+        self._unprefixed(line_no, s)
+
+    def _parse_prefix(self, s: str):
+        rank = None
+        pos = 0
+        m = _RANK.match(s)
+        while m:  # "[rank0]:" and/or "[default0]:"
+            rank = int(m.group("rank"))
+            pos = m.end()
+            m = _RANK.match(s, pos)
+        g = _GLOG.match(s, pos)
+        if g:
+            end = g.end()
+            msg = s[end:]
+            prefix = s[:end].rstrip(" ")
+            return (prefix, rank, int(g.group("pid")), g.group("cid"),
+                    g.group("art")[2:] if g.group("art") else None, g.group("level"),
+                    ("glog", g.group("md"), g.group("hms"), g.group("us")), msg)
+        o = _OLD.match(s, pos)
+        if o:
+            end = o.end()
+            logger = o.group("logger")
+            art = logger.rsplit(".__", 1)[1] if ".__" in logger else None
+            return (s[:end].rstrip(" "), rank, None, o.group("cid"), art, o.group("level"),
+                    ("old", o.group("date"), o.group("hms"), o.group("ms")), s[end:])
+        return None
+
+    def _prefixed(self, line_no, s, prefix, rank, pid, cid, art, level, tsraw, msg):
+        key = (rank, pid)
+        rec = self._open.get(key)
+        if rec is not None and rec.prefix == prefix and not msg.startswith(RECORD_STARTS):
+            if rec.keep:
+                self._add(rec, line_no, msg)
+        else:
+            if rec is not None:
+                self._finish(rec)
+            keep = self._wanted(msg)
+            if tsraw[0] == "glog":
+                ts = glog_epoch(tsraw[1], tsraw[2], tsraw[3]) if keep else None
+            else:
+                ts = old_epoch(tsraw[1], tsraw[2], tsraw[3]) if keep else None
+            rec = Record(line_no, prefix, rank, pid, cid, art, level, ts, keep)
+            if keep:
+                self._add(rec, line_no, msg)
+            elif art in ("graph_breaks", "recompiles", "recompiles_verbose") and msg.strip():
+                kind = "truncated" if msg[:1] in (" ", "-") or msg.startswith("Graph Break Reason") else "unknown_format"
+                self._on_error(line_no, kind, f"[__{art}] line that does not start a known record"
+                               + (" (its start is missing)" if kind == "truncated" else ""), s)
+            self._open[key] = rec
+        self._last = rec
+        self._last_prefix = prefix
+        self._bare_ok = True
+
+    def _unprefixed(self, line_no, s):
+        rec = self._last
+        if self._bare_ok and rec is not None and s.startswith(_CONTINUATION_STARTS) \
+                and not s.startswith(RECORD_STARTS):
+            if rec.keep:
+                self._add(rec, line_no, s)
+            return
+        if self._wanted(s):
+            key = ("bare",)
+            old = self._open.get(key)
+            if old is not None:
+                self._finish(old)
+            rec = Record(line_no, None, None, None, None, None, None, None, True)
+            self._add(rec, line_no, s)
+            self._open[key] = rec
+            self._last = rec
+            self._last_prefix = None
+            self._bare_ok = True
+            return
+        # plain program output: ends any unprefixed continuation
+        self._bare_ok = False
+
+    def _add(self, rec: Record, line_no: int, msg: str) -> None:
+        if len(rec.lines) >= MAX_RECORD_LINES:
+            rec.cut = True
+            return
+        rec.lines.append(msg)
+        rec.line_nos.append(line_no)
+
+    def _finish(self, rec: Record) -> None:
+        if rec.keep:
+            if rec.cut:
+                self._on_error(rec.start_line, "truncated",
+                               f"record longer than {MAX_RECORD_LINES} lines; the rest was skipped",
+                               rec.lines[0] if rec.lines else "")
+            self._on_record(rec)
+        if self._last is rec:
+            self._last = None
+            self._last_prefix = None
+
+    def close(self) -> None:
+        for rec in sorted(self._open.values(), key=lambda r: r.start_line):
+            self._finish(rec)
+        self._open.clear()

@@ -1,0 +1,129 @@
+"""Recompile records: one ``recompiles`` row per report, one ``guard_failures`` row per failing
+guard listed in it.
+
+- 2.0/2.1 tuple form: ``('Recompiling function f in /x.py', "triggered by the following guard
+  failure: L['t'] == 0")`` (or ``failures: [...]`` with report_all_guard_failures)
+- 2.1+: ``Recompiling function f in /x.py:12`` / ``    triggered by the following guard failure(s):``
+  / ``    - <reason>`` lines, each ``<reason>`` prefixed by the failing cache entry's compile id
+  (``- 0/3: ...``) from 2.2 on; a reason's own extra lines (``User stack trace:`` + frames,
+  2.10+) are indented under it.
+- recompiles_verbose: the same with ``    guard N failures:`` headers, every failing guard of
+  every cache entry listed.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+from ..normalize import classify_guard_failure, strip_entry_prefix
+from .common import base_row
+
+_HEADER = re.compile(r"^Recompiling function (?P<fn>.+?) in (?P<file>.*?)(?::(?P<line>\d+))?\s*$")
+_GUARD_N = re.compile(r"^\s*guard \d+ failures:\s*$")
+_TRIGGER = re.compile(r"triggered by the following guard failures?(?:\(s\))?:\s*(?P<rest>.*)$", re.S)
+
+
+def starts(msg: str) -> bool:
+    return msg.startswith("Recompiling function") or msg.startswith("('Recompiling function")
+
+
+def parse(rec, ctx, sink) -> None:
+    head = rec.lines[0]
+    if head.startswith("("):
+        parsed = _tuple_form("\n".join(rec.lines))
+        if parsed is None:
+            ctx.error(rec.start_line, "payload", "recompile tuple that does not parse", head)
+            return
+        header, failures = parsed
+    else:
+        header, failures = head, _failures(rec.lines[1:])
+    m = _HEADER.match(header)
+    if not m:
+        ctx.error(rec.start_line, "payload", "'Recompiling function' line without 'in FILE'", head)
+        return
+    no = ctx.next_recompile_no()
+    fn = m.group("fn")
+    row = base_row(rec)
+    row.update(
+        recompile_no=no,
+        function=fn,
+        file=m.group("file"),
+        line=int(m.group("line")) if m.group("line") else None,
+        ts=rec.ts,
+        reason=failures[0][1] if failures else None,
+        source="text",
+    )
+    sink.row("recompiles", row)
+    for idx, raw, entry in failures:
+        g = classify_guard_failure(raw)
+        grow = {
+            "line_no": rec.line_nos[idx + 1] if idx is not None else rec.start_line,
+            "recompile_no": no,
+            "compile_id": rec.compile_id,
+            "rank": rec.rank,
+            "function": fn,
+            "failed_entry": entry,
+            "raw": raw,
+        }
+        grow.update(g)
+        sink.row("guard_failures", grow)
+
+
+def _failures(lines):
+    """[(line index or None, raw reason, failed entry)] from the indented body."""
+    out = []
+    entry = None
+    started = False
+    for i, ln in enumerate(lines):
+        s = ln.strip()
+        if not started:
+            if "triggered by the following guard failure" in ln:
+                started = True
+            continue
+        if _GUARD_N.match(ln):
+            entry = None
+            continue
+        if not s.startswith("-"):
+            continue
+        body = s[1:]
+        if body.startswith(" "):
+            body = body[1:]
+        # a reason's own continuation lines are indented under its "- "
+        if body.startswith(" ") or body.startswith("\t"):
+            continue
+        if body == "User stack trace:":
+            continue
+        e, text = strip_entry_prefix(body)
+        if e is not None:
+            entry = e
+        out.append((i, body.rstrip(), e if e is not None else entry))
+    return out
+
+
+def _tuple_form(text: str):
+    try:
+        tup = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(tup, tuple) or not tup or not isinstance(tup[0], str):
+        return None
+    header = tup[0]
+    failures = []
+    for part in tup[1:]:
+        if not isinstance(part, str):
+            continue
+        m = _TRIGGER.search(part)
+        if not m:
+            continue
+        rest = m.group("rest").strip()
+        items = None
+        if rest.startswith("["):
+            try:
+                items = ast.literal_eval(rest)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                items = None
+        if isinstance(items, list):
+            failures.extend((None, str(x), None) for x in items)
+        elif rest:
+            failures.append((None, rest, None))
+    return header, failures

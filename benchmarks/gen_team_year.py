@@ -1,0 +1,666 @@
+"""Build a compilewatch store at team-year scale, for the page-latency benchmark.
+
+    python benchmarks/gen_team_year.py --db .bench/team_year/compilewatch.duckdb [--runs 10000]
+
+One team, one year: ``--runs`` runs over ``--days`` days ending today (UTC), a dozen models,
+PyTorch 2.5 .. 2.14 nightlies rolling forward through the year, labels and git commits of the
+team's own code, single- and multi-rank jobs on a few GPU hosts. At the default 10,000 runs it
+holds >= 1,000,000 graph_breaks and >= 1,000,000 recompiles rows, with guard_failures,
+limit_hits, compiles, compile_phases, cache_events, bench_results, step_timings, files and
+ingest_errors in the proportions a real year of logs has.
+
+Every event text comes from a real log: graph-break and guard-failure rows are parsed with
+compilewatch's own parsers (ingest.text / ingest.trace) from
+``benchmarks/templates/torch_logs_2.13_eager.txt`` (PyTorch 2.13's own messages, recorded by
+``benchmarks/templates/harvest_torch_logs.py``), ``sample_logs/``, ``tests/fixtures/`` and the
+public tlparse logs in ``../shared/public_logs/tlparse/``. When no parser is importable the
+built-in ``BUILTIN_*`` rows below stand in: they are the same PyTorch 2.13 messages, copied from
+that log by hand. The generator then varies what changes from run to run (run ids, timestamps,
+ranks, sizes and ids inside guard texts, counts, user code locations) in DuckDB SQL over range():
+no Python loop touches a row, so a year builds in well under a minute on two cores.
+
+Deterministic for a given --seed, --runs, --days and --end.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ingest.store import Store  # noqa: E402
+
+TEMPLATE_DIR = ROOT / "benchmarks" / "templates"
+PUBLIC_LOGS = ROOT.parent / "shared" / "public_logs" / "tlparse"
+
+TORCH_VERSIONS = ["2.5.1", "2.6.0", "2.7.1", "2.8.0", "2.9.1", "2.10.0", "2.11.0", "2.12.0", "2.13.0"]
+NIGHTLY = "2.14.0.dev"
+
+# name, weight, eager step ms, base speedup, compile s, repo module, functions the model compiles
+MODELS = [
+    ("resnet50", 10, 38.0, 1.45, 42.0, "torchvision/models/resnet.py", ["forward", "_forward_impl", "Bottleneck.forward"]),
+    ("vit_b_16", 8, 55.0, 1.62, 61.0, "torchvision/models/vision_transformer.py", ["forward", "Encoder.forward", "EncoderBlock.forward"]),
+    ("bert_base", 9, 31.0, 1.38, 48.0, "transformers/models/bert/modeling_bert.py", ["forward", "BertLayer.forward", "BertSelfAttention.forward", "get_extended_attention_mask"]),
+    ("gpt2", 8, 44.0, 1.51, 57.0, "transformers/models/gpt2/modeling_gpt2.py", ["forward", "GPT2Block.forward", "GPT2Attention._attn"]),
+    ("llama3_8b", 12, 410.0, 1.33, 212.0, "llm/model/llama.py", ["forward", "TransformerBlock.forward", "Attention.forward", "apply_rotary_emb", "RMSNorm.forward"]),
+    ("mixtral_moe", 5, 690.0, 1.18, 305.0, "llm/model/moe.py", ["forward", "MoELayer.forward", "route_tokens", "Expert.forward"]),
+    ("t5_small", 5, 27.0, 1.29, 39.0, "transformers/models/t5/modeling_t5.py", ["forward", "T5Block.forward", "T5Attention.compute_bias"]),
+    ("whisper_small", 5, 73.0, 1.41, 88.0, "transformers/models/whisper/modeling_whisper.py", ["forward", "WhisperEncoderLayer.forward", "WhisperDecoder.forward"]),
+    ("sd_unet", 6, 240.0, 1.56, 145.0, "diffusers/models/unets/unet_2d_condition.py", ["forward", "CrossAttnDownBlock2D.forward", "Transformer2DModel.forward", "get_time_embed"]),
+    ("detr_r50", 4, 96.0, 1.22, 77.0, "detr/models/detr.py", ["forward", "Transformer.forward", "HungarianMatcher.forward"]),
+    ("dlrm", 4, 12.0, 1.12, 33.0, "torchrec/models/dlrm.py", ["forward", "InteractionArch.forward", "SparseArch.forward"]),
+    ("yolov8n", 4, 9.5, 1.27, 29.0, "ultralytics/nn/tasks.py", ["forward", "_predict_once", "C2f.forward", "Detect.forward"]),
+]
+
+GPU_HOSTS = [("gpu-h100-%02d" % i, "NVIDIA H100 80GB HBM3") for i in range(1, 13)] + \
+            [("gpu-a100-%02d" % i, "NVIDIA A100-SXM4-80GB") for i in range(1, 9)]
+
+# -- built-in templates: PyTorch 2.13's own messages as ingest would store them -----------------
+# Copied from benchmarks/templates/torch_logs_2.13_eager.txt; used only while no parser is
+# importable (the parsed rows of that same log replace them).
+_HINT_EAGER = ("Your code may result in an error when running in eager. Please double check that your code doesn't "
+               "contain a similar error when actually running eager/uncompiled.")
+BUILTIN_GRAPH_BREAKS = [
+    dict(gb_type="Failed to trace builtin operator", gb_code="GB0059",
+         reason="Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\nFailed to trace builtin operator",
+         explanation="Dynamo does not know how to trace builtin operator `print` with argument types ['str'] (has_kwargs False)",
+         hints="Avoid calling builtin `print` with argument types ['str']. Consider using an equivalent alternative function/method to `print`.\n"
+               "If you are attempting to call a logging function (e.g. `print`), you can try adding it to `torch._dynamo.config.reorderable_logging_functions`.\n"
+               "Please report an issue to PyTorch."),
+    dict(gb_type="Data-dependent branching", gb_code="GB0170",
+         reason="Data-dependent branching",
+         explanation="Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`). Dynamo does not support tracing dynamic control flow.",
+         hints="For the common pattern `if tensor_cond: x = transform(x)` (e.g. clamping inf/nan values), consider making the code branchless by always applying the transform.\n"
+               "This graph break is fundamental - it is unlikely that Dynamo will ever be able to trace through your code. Consider finding a workaround.\n"
+               "Use `torch.cond` to express dynamic control flow."),
+    dict(gb_type="Unsupported Tensor.item() call with capture_scalar_outputs=False", gb_code="GB0124",
+         reason="Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\nUnsupported Tensor.item() call with capture_scalar_outputs=False",
+         explanation="Dynamo does not support tracing `Tensor.item()` with config.capture_scalar_outputs=False.",
+         hints="Set `torch._dynamo.config.capture_scalar_outputs = True` or `export TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS=1` to include these operations in the captured graph."),
+    dict(gb_type="Tensor.tolist() with non-integer tensor", gb_code="GB0109",
+         reason="Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\nTensor.tolist() with non-integer tensor",
+         explanation="Dynamo currently does not support tracing `tolist()` on non-integer tensors.",
+         hints="Ensure the input tensor to `tolist()` is an integer type (e.g., int8, int16, int32, int64)."),
+    dict(gb_type="Attempted to call function marked as skipped", gb_code="GB0007",
+         reason="Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\nAttempted to call function marked as skipped",
+         explanation="Dynamo does not know how to trace the builtin `<unknown module>.Random.random.` This function is either a Python builtin (e.g. _warnings.warn) or a third-party C/C++ Python extension (perhaps created with pybind).",
+         hints="If it is a Python builtin, please file an issue on GitHub so the PyTorch team can add support for it and see the next case for a workaround.\n"
+               "If it is a third-party C/C++ Python extension, please either wrap it into a PyTorch-understood custom operator or, if it is traceable, use `torch.compiler.allow_in_graph`."),
+    dict(gb_type="Dynamic shape operator", gb_code="GB0036",
+         reason="Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\nDynamic shape operator",
+         explanation="Operator `aten.nonzero.default`'s output shape depends on input Tensor data.",
+         hints="Enable tracing of dynamic shape operators with `torch._dynamo.config.capture_dynamic_output_shape_ops = True`"),
+    dict(gb_type="Call to `torch._dynamo.graph_break()`", gb_code="GB0025",
+         reason="Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\nCall to `torch._dynamo.graph_break()`",
+         explanation="User-inserted graph break. Message: None",
+         hints="Remove the `torch._dynamo.graph_break()` call."),
+    dict(gb_type="Unsupported context manager", gb_code="GB0142",
+         reason="Failed to handle graph break gracefully. Skipping the function and falling back to eager. Graph break encountered:\n\nUnsupported context manager",
+         explanation="Dynamo does not know how to enter a `lock` context manager.",
+         hints="Avoid using the unsupported context manager.\n"
+               "File an issue to PyTorch. Simple context managers can potentially be supported, but note that context managers can't be supported in general"),
+    dict(gb_type="Unsupported Tensor.backward() call", gb_code="GB0123",
+         reason="Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\nUnsupported Tensor.backward() call",
+         explanation="Dynamo currently does not support tracing `Tensor.backward()` when trace_autograd_ops is off.",
+         hints="Set torch._dynamo.trace_autograd_ops=True"),
+    dict(gb_type="Unsupported Tensor.requires_grad_() call", gb_code="GB0125",
+         reason="Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\nUnsupported Tensor.requires_grad_() call",
+         explanation="Dynamo does not support changes to a Tensor's `requires_grad` through calling `requires_grad_()`.",
+         hints=""),
+    # the pre-2.7 format (no gb_type), from tlparse's comp_metrics@5dc9d1a.log
+    dict(gb_type=None, gb_code=None,
+         reason="Unsupported: 'skip function graph_break in file /data/users/willfeng/pytorch/torch/_dynamo/decorators.py'",
+         explanation=None, hints=None),
+]
+BUILTIN_GUARD_FAILURES = [
+    "tensor 'x' size mismatch at index 0. expected 2, actual 3",
+    "tensor 'x' dtype mismatch. expected Float, actual Double",
+    "tensor 'x' requires_grad mismatch. expected requires_grad=0",
+    "tensor 'x' stride mismatch at index 0. expected 4, actual 1",
+    "GLOBAL_STATE changed: grad_mode ",
+    "len(xs) == 2                                             # return sum(xs)  # benchmarks/templates/harvest_torch_logs.py:80 in f_len",
+    "flag == True                                             # return x + 1 if flag else x - 1  # benchmarks/templates/harvest_torch_logs.py:84 in f_flag",
+    "y == 1                                                   # return x + y  # benchmarks/templates/harvest_torch_logs.py:88 in f_scalar",
+    "c.v == 0                                                 # return x + c.v  # benchmarks/templates/harvest_torch_logs.py:96 in f_attr",
+    "___check_obj_id(fn, 139645370122560)                   ",  # tlparse multi_rank_runtime logs
+]
+
+# how often a team meets each guard category (size mismatches dominate real recompile storms)
+CATEGORY_WEIGHT = {"size_mismatch": 10, "object_identity": 5, "constant": 4, "dtype": 2, "requires_grad": 3,
+                   "global_state": 3, "length": 2, "stride_mismatch": 2, "type": 2, "dict_keys": 1, "other": 1}
+
+
+# -- templates from real logs ----------------------------------------------------------------
+def _open_log(path: Path):
+    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+
+
+def _log_files() -> tuple[list[Path], list[Path]]:
+    text, trace = sorted(TEMPLATE_DIR.glob("*.txt")), []
+    for base in (ROOT / "sample_logs", ROOT / "tests" / "fixtures"):
+        if not base.is_dir():
+            continue
+        for p in sorted(base.rglob("*")):
+            if not p.is_file() or p.stat().st_size > 50_000_000 or not p.name.endswith((".log", ".txt", ".gz")):
+                continue
+            name = p.name.lower()
+            if "trace" in p.parts or "trace" in name or name.endswith(".log") and "torch_trace" in name:
+                trace.append(p)
+            elif name.startswith("torch_logs") or "text" in p.parts:
+                text.append(p)
+    if PUBLIC_LOGS.is_dir():
+        trace += sorted(PUBLIC_LOGS.glob("*.log"))
+    return text, trace
+
+
+def parsed_templates() -> tuple[list[dict], list[str], list[str], bool]:
+    """(graph-break rows, guard-failure raw texts, files they came from, whether the TORCH_LOGS
+    text parser took part), parsed from real logs with compilewatch's own parsers."""
+    parsers = []
+    try:
+        from ingest.text import parse_text
+        parsers.append(("text", parse_text))
+    except ImportError:
+        pass
+    try:
+        from ingest.trace import parse_trace
+        parsers.append(("trace", parse_trace))
+    except ImportError:
+        pass
+    if not parsers:
+        return [], [], [], False
+    from ingest.records import CollectingSink
+
+    text_files, trace_files = _log_files()
+    gbs, guards, used = [], [], []
+    for kind, parse in parsers:
+        for path in (text_files if kind == "text" else trace_files):
+            sink = CollectingSink()
+            try:
+                with _open_log(path) as fh:
+                    parse(fh, sink)
+            except Exception as e:  # a parser bug on one file must not stop the benchmark
+                print(f"  template parse of {path.name} failed: {type(e).__name__}: {e}", file=sys.stderr)
+                continue
+            got = sink.rows.get("graph_breaks", []) + sink.rows.get("guard_failures", [])
+            if got:
+                used.append(f"{kind}:{path.name}")
+            gbs += sink.rows.get("graph_breaks", [])
+            guards += [g["raw"] for g in sink.rows.get("guard_failures", []) if g.get("raw")]
+    return gbs, guards, used, any(kind == "text" for kind, _ in parsers)
+
+
+def load_templates() -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    from ingest.normalize import classify_guard_failure, normalize_reason, strip_entry_prefix
+
+    gb_rows, guard_raws, used, text_parsed = parsed_templates()
+    gbs: dict[tuple, dict] = {}
+    for r in gb_rows:
+        reason = r.get("reason") or ""
+        if not (r.get("gb_type") or reason.strip()):
+            continue  # a location-only record (the "Graph break from `Tensor.item()`" warning)
+        # one template per kind of break: the kind is what a team sees recur across its models
+        key = (r.get("gb_type"), None if r.get("gb_type") else normalize_reason(reason))
+        if key not in gbs:
+            gbs[key] = dict(gb_type=r.get("gb_type"), gb_code=r.get("gb_code"), reason=reason,
+                            explanation=r.get("explanation"), hints=r.get("hints"))
+    source = "parsed: " + ", ".join(used) if used else ""
+    raws = guard_raws
+    if not text_parsed:
+        # the built-in rows are torch_logs_2.13_eager.txt parsed by hand: they stand in for the
+        # text parser until it can read that log itself
+        for r in BUILTIN_GRAPH_BREAKS:
+            gbs.setdefault((r["gb_type"], None if r["gb_type"] else normalize_reason(r["reason"])),
+                           dict(r))
+        raws = guard_raws + BUILTIN_GUARD_FAILURES
+        source += ("; " if source else "") + "built-in rows for the TORCH_LOGS template (no text parser yet)"
+    guards: dict[str, dict] = {}
+    for raw in raws:
+        _, text = strip_entry_prefix(raw)
+        c = classify_guard_failure(text)
+        # one template per guard kind; sizes, ids and sources are varied per row in SQL
+        if c["category"] not in guards:
+            guards[c["category"]] = dict(raw=text.rstrip(), category=c["category"], source_name=c["source_name"])
+    gb_df = pd.DataFrame(list(gbs.values()))
+    gb_df.insert(0, "tpl", range(len(gb_df)))
+    guard_df = pd.DataFrame(list(guards.values()))
+    guard_df.insert(0, "tpl", range(len(guard_df)))
+    guard_df["weight"] = [CATEGORY_WEIGHT.get(c, 1) for c in guard_df["category"]]
+    return gb_df, guard_df, source
+
+
+# -- the small dimension tables (a few hundred rows, built in Python) ---------------------------
+def _h(*parts) -> int:
+    return int.from_bytes(hashlib.blake2b(repr(parts).encode(), digest_size=8).digest(), "big")
+
+
+def _u(*parts) -> float:
+    return (_h(*parts) % 1_000_003) / 1_000_003
+
+
+_TENSOR_NAMES = ["L['x']", "L['input_ids']", "L['hidden_states']", "L['attention_mask']", "L['pixel_values']",
+                 "L['batch']['labels']", "L['self']._modules['embed']._parameters['weight']"]
+_OBJ_NAMES = ["L['fn']", "L['self']._modules['attn'].forward", "G['_rope_cache']", "L['hook']"]
+
+
+def _vary_guard(tpl: dict, seed: int, i: int) -> tuple[str, str | None]:
+    """Give a guard template a site-specific guarded source, as real models guard their own inputs."""
+    raw, cat = tpl["raw"], tpl["category"]
+    if raw.startswith("tensor '"):
+        name = _TENSOR_NAMES[_h(seed, "tn", i) % len(_TENSOR_NAMES)]
+        return re.sub(r"^tensor '.*?' ", f"tensor '{name}' ", raw), name
+    if cat == "object_identity" and raw.startswith("___check_obj_id("):
+        name = _OBJ_NAMES[_h(seed, "on", i) % len(_OBJ_NAMES)]
+        return re.sub(r"^___check_obj_id\((.*?),", f"___check_obj_id({name},", raw), name
+    return raw, tpl.get("source_name")
+
+
+_GUARD_WHERE = re.compile(r"(#\s.*?\s#\s)\S+:\d+ in \S+$")
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
+
+
+def build_sites(gb_df: pd.DataFrame, guard_df: pd.DataFrame, seed: int, days: int):
+    """Per model: graph-break sites (template + user code location + life cycle) and recompiling
+    functions (guard template + storm propensity)."""
+    from ingest.normalize import classify_guard_failure, graph_break_key, normalize_reason
+
+    n_versions = len(TORCH_VERSIONS) + 1
+    sites, funcs = [], []
+    gb_recs, g_recs = _records(gb_df), _records(guard_df)
+    g_weights = [r["weight"] for r in g_recs]
+    for m_idx, (model, _w, _ms, _sp, _cs, module, fns) in enumerate(MODELS):
+        user_file = f"/workspace/{module}"
+        n_sites = 26 + _h(seed, model, "ns") % 26
+        for s in range(n_sites):
+            t = gb_recs[_h(seed, model, s, "tpl") % len(gb_recs)]
+            line = 40 + _h(seed, model, s, "line") % 900
+            fn = fns[_h(seed, model, s, "fn") % len(fns)]
+            # life cycle: most breaks are there all year; some appear mid-year (new code), some are
+            # fixed by a PyTorch release, some by the team's own change
+            intro = 0 if _u(seed, model, s, "intro") < 0.7 else int(_u(seed, model, s, "iday") * days)
+            fix_ver = 1 + _h(seed, model, s, "fv") % (n_versions - 1) if _u(seed, model, s, "fix") < 0.25 else n_versions
+            fix_day = int(days * (0.3 + 0.7 * _u(seed, model, s, "fd"))) if _u(seed, model, s, "tfix") < 0.15 else days + 1
+            # the parsers' user_stack shape: one "file:line in function" per frame, outermost first
+            stack = f"/workspace/train.py:212 in train_step\n/workspace/train.py:148 in main\n{user_file}:{line} in {fn}"
+            sites.append(dict(
+                model=model, site=s, frame_id=s, gb_type=t["gb_type"], gb_code=t["gb_code"], reason=t["reason"],
+                reason_norm=normalize_reason(t["reason"]), explanation=t["explanation"], hints=t["hints"],
+                user_file=user_file, user_line=line, user_function=fn, user_stack=stack,
+                break_key=graph_break_key(t["gb_type"], t["reason"], user_file, line),
+                intro_day=intro, fix_ver=fix_ver, fix_day=fix_day,
+                hit_pct=40 + _h(seed, model, s, "hit") % 61, max_occ=1 + _h(seed, model, s, "occ") % 5,
+                nested=_u(seed, model, s, "nest") < 0.03))
+        n_funcs = 13 + _h(seed, model, "nf") % 10
+        for f in range(n_funcs):
+            # weighted pick of a guard kind
+            x, acc, tpl = _u(seed, model, f, "gk") * sum(g_weights), 0.0, g_recs[-1]
+            for rec, w in zip(g_recs, g_weights):
+                acc += w
+                if x < acc:
+                    tpl = rec
+                    break
+            raw, src = _vary_guard(tpl, seed, m_idx * 100 + f)
+            base = fns[f % len(fns)]
+            fname = base if f < len(fns) else f"torch_dynamo_resume_in_{base.split('.')[-1]}_at_{100 + _h(seed, model, f) % 800}"
+            line = 20 + _h(seed, model, f, "l") % 900
+            # 2.1+ ends a guard's code part with "# <user code>  # <file>:<line> in <fn>": point it at this model
+            raw = _GUARD_WHERE.sub(lambda m: f"{m.group(1)}{module}:{line + 1} in {fname.split('.')[-1]}", raw)
+            c = classify_guard_failure(raw)
+            funcs.append(dict(
+                model=model, func=f, frame_id=100 + f, function=fname, file=user_file,
+                line=line, raw=raw, category=c["category"], guard_key=c["guard_key"],
+                source_name=c["source_name"] or src, numeric=bool(re.search(r"expected \d+, actual \d+", raw)),
+                objid=bool(re.search(r"\d{9,}", raw)),
+                storm_pct=[0, 0, 0, 2, 4, 8, 15, 25][_h(seed, model, f, "st") % 8],
+                max_n=1 + _h(seed, model, f, "mx") % 5))
+    return pd.DataFrame(sites), pd.DataFrame(funcs)
+
+
+def dims(seed: int, end: datetime, days: int):
+    models = pd.DataFrame([dict(m_idx=i, model=m[0], weight=m[1], eager_ms=m[2], base_speedup=m[3],
+                                compile_s=m[4], module=m[5]) for i, m in enumerate(MODELS)])
+    models["cum_hi"] = models["weight"].cumsum()
+    models["cum_lo"] = models["cum_hi"] - models["weight"]
+    models["cum_hi"] /= models["weight"].sum()
+    models["cum_lo"] /= models["weight"].sum()
+    # a regression per model: one torch version where the model runs slower, fixed in the next
+    models["regress_ver"] = [(_h(seed, m[0], "reg") % 12) for m in MODELS]  # >= 9: none
+    hosts = pd.DataFrame([dict(h_idx=i, host=h, gpu_name=g) for i, (h, g) in enumerate(GPU_HOSTS)])
+    versions = pd.DataFrame([dict(v_idx=i, version=v) for i, v in enumerate(TORCH_VERSIONS)])
+    return models, hosts, versions
+
+
+# -- the SQL that grows a year out of the templates ---------------------------------------------
+SQL_MACROS = """
+CREATE OR REPLACE TEMP MACRO u(a, b) AS (hash(a, b, {seed}) % 1000003) / 1000003.0;
+CREATE OR REPLACE TEMP MACRO ui(a, b, n) AS (hash(a, b, {seed}) % n)::INTEGER;
+"""
+
+SQL_RUNS = """
+CREATE TEMP TABLE g_runs AS
+WITH base AS (
+    SELECT i AS run_no,
+           -- slightly more runs late in the year (the team grows) and on weekdays
+           least({days} - 1, floor(sqrt(u(i, 'day')) * {days}))::INTEGER AS day,
+           u(i, 'model') AS um, u(i, 'ver') AS uv, u(i, 'rank') AS ur, u(i, 'label') AS ul
+    FROM range({runs}) t(i)
+), dated AS (
+    SELECT b.*, TIMESTAMP '{start}' + to_days(day) + to_seconds(ui(run_no, 'sec', 86400)) AS started_at,
+           least(8, floor(day * 9.0 / {days}))::INTEGER AS stable_ver
+    FROM base b
+)
+SELECT d.run_no, d.day, d.started_at,
+       m.model, m.m_idx, m.eager_ms, m.base_speedup, m.compile_s, m.regress_ver,
+       CASE WHEN d.day > {days} - 60 AND d.uv < 0.2 THEN 9
+            WHEN d.uv > 0.75 AND d.stable_ver > 0 THEN d.stable_ver - 1
+            ELSE d.stable_ver END AS v_idx,
+       CASE WHEN d.ur < 0.5 THEN 1 WHEN d.ur < 0.65 THEN 2 WHEN d.ur < 0.8 THEN 4 ELSE 8 END AS ranks,
+       CASE WHEN d.ul < 0.45 THEN 'nightly' WHEN d.ul < 0.65 THEN 'main'
+            WHEN d.ul < 0.9 THEN 'pr-' || (1800 + ui(d.run_no, 'pr', 400))::VARCHAR
+            ELSE 'release-' || strftime(d.started_at, '%Y.%m') END AS label,
+       ui(d.run_no, 'host', {n_hosts}) AS h_idx
+FROM dated d JOIN g_models m ON d.um >= m.cum_lo AND d.um < m.cum_hi;
+
+CREATE TEMP TABLE g_run_ids AS
+SELECT r.*, h.host, h.gpu_name, r.run_no + 1 AS file_id, epoch(r.started_at) AS t0,
+       strftime(r.started_at, '%Y%m%dT%H%M%SZ') || '-' || r.model || '-' || substr(md5(r.run_no::VARCHAR || '{seed}'), 1, 6) AS run_id,
+       CASE WHEN r.v_idx = 9 THEN '{nightly}' || strftime(TIMESTAMP '{start}' + to_days(r.day - r.day % 7), '%Y%m%d')
+            ELSE v.version END AS torch_version
+FROM g_runs r JOIN g_hosts h USING (h_idx) LEFT JOIN g_versions v USING (v_idx);
+
+INSERT INTO runs (run_id, model, label, command, started_at, ended_at, exit_status, end_reason, host, git_commit,
+                  torch_version, triton_version, cuda_version, python_version, gpu_name, source, manifest_json, ingested_at)
+SELECT run_id, model, label, command, started_at, ended_at, exit_status, end_reason, host, git_commit,
+       torch_version, triton_version, '12.8', '3.11.' || (9 + v_idx % 3)::VARCHAR, gpu_name, 'bundle',
+       json_object('run_id', run_id, 'format_version', 1, 'model', model, 'label', label, 'ranks', ranks,
+                   'collector', 'compilewatch collect 0.1.0', 'host', host, 'torch_version', torch_version)::VARCHAR,
+       ended_at + INTERVAL 3 MINUTE
+FROM (
+    SELECT r.*,
+           CASE WHEN r.label LIKE 'pr-%' THEN r.label ELSE (r.day // 3)::VARCHAR END AS commit_key,
+           '3.' || (1 + r.v_idx // 3)::VARCHAR || '.' || (r.v_idx % 3)::VARCHAR AS triton_version,
+           -- the team's own code: a commit every ~3 days on main, PR heads in between
+           substr(md5('commit' || commit_key) || md5(commit_key), 1, 40) AS git_commit,
+           'torchrun --nproc-per-node ' || r.ranks::VARCHAR || ' train.py --model ' || r.model || ' --compile' AS command,
+           r.started_at + to_seconds(300 + ui(r.run_no, 'dur', 3300)) AS ended_at,
+           CASE WHEN u(r.run_no, 'crash') < 0.03 THEN 1 ELSE 0 END AS exit_status,
+           CASE WHEN u(r.run_no, 'crash') < 0.03 THEN 'crashed' ELSE 'exited' END AS end_reason
+    FROM g_run_ids r
+) x;
+"""
+
+SQL_FILES = """
+INSERT INTO files (file_id, run_id, sha256, size_bytes, kind, original_name, stored_path, status, parser_version, records, errors, ingested_at)
+SELECT file_id, run_id, md5(run_id || 'a') || md5(run_id || 'b'), 200000 + ui(run_no, 'size', 60000000), 'torch_trace',
+       'dedicated_log_torch_trace_rank_0_' || substr(md5(run_id), 1, 8) || '.log', NULL,
+       CASE WHEN u(run_no, 'err') < 0.03 THEN 'partial' ELSE 'ok' END, 1, 0,
+       CASE WHEN u(run_no, 'err') < 0.03 THEN 1 + ui(run_no, 'nerr', 4) ELSE 0 END,
+       to_timestamp(t0 + 3600)::TIMESTAMP
+FROM g_run_ids;
+-- later ingests must not collide with the generated file ids
+SELECT max(nextval('file_id_seq')) FROM range((SELECT max(file_id) FROM files));
+
+INSERT INTO ingest_errors (run_id, file_id, original_name, line_no, kind, message, excerpt)
+SELECT f.run_id, f.file_id, f.original_name, 1000 + ui(f.file_id, e.i, 90000),
+       ['json', 'payload', 'glog', 'truncated'][1 + ui(f.file_id, e.i + 7, 4)],
+       ['envelope JSON does not decode: EOF while parsing an object', 'payload has fewer lines than announced',
+        'line has no glog prefix', 'file ends inside a payload'][1 + ui(f.file_id, e.i + 7, 4)],
+       'V1122 01:48:27.345000 6657 torch/_dynamo/guards.py:5394] {{"dynamo_start": {{"stack": [{{"line": 2'
+FROM files f JOIN range(4) e(i) ON e.i < f.errors;
+"""
+
+SQL_GRAPH_BREAKS = """
+CREATE TEMP TABLE g_gb_hits AS
+SELECT r.run_no, r.run_id, r.file_id, r.ranks, r.t0, s.*, 1 + ui(r.run_no, s.site, s.max_occ) AS occ
+FROM g_run_ids r JOIN g_sites s
+  ON s.model = r.model AND r.day >= s.intro_day AND r.v_idx < s.fix_ver AND r.day < s.fix_day
+ AND ui(r.run_no, s.site + 1000, 100) < s.hit_pct;
+
+INSERT INTO graph_breaks (run_id, file_id, line_no, compile_id, rank, source, gb_type, gb_code, reason, reason_norm,
+                          explanation, hints, user_file, user_line, user_function, user_stack, nested, break_key)
+SELECT h.run_id, h.file_id, 1000 + h.site * 400 + o.i * 40 + k.rank, h.frame_id::VARCHAR || '/' || o.i::VARCHAR, k.rank,
+       'trace_artifact', h.gb_type, h.gb_code, h.reason, h.reason_norm, h.explanation, h.hints,
+       h.user_file, h.user_line, h.user_function, h.user_stack, h.nested, h.break_key
+FROM g_gb_hits h JOIN range(8) k(rank) ON k.rank < h.ranks JOIN range(5) o(i) ON o.i < h.occ;
+"""
+
+SQL_RECOMPILES = """
+CREATE TEMP TABLE g_rc_fn AS
+SELECT r.run_no, r.run_id, r.file_id, r.ranks, r.t0, r.v_idx, r.compile_s, f.*,
+       CASE WHEN ui(r.run_no, f.func + 2000, 100) < f.storm_pct THEN 8
+            ELSE ui(r.run_no, f.func + 3000, f.max_n + 1) END AS n
+FROM g_run_ids r JOIN g_funcs f ON f.model = r.model;
+
+-- one row per recompile: the k-th recompile of the function on that rank
+CREATE TEMP TABLE g_rc AS
+SELECT f.*, k.rank, c.k,
+       row_number() OVER (PARTITION BY f.run_no ORDER BY c.k, f.func, k.rank)::INTEGER AS recompile_no,
+       f.t0 + 30 + f.func * 7 + c.k * (20 + ui(f.run_no, f.func, 200)) + k.rank * 0.01 AS ts
+FROM g_rc_fn f JOIN range(8) k(rank) ON k.rank < f.ranks JOIN range(1, 9) c(k) ON c.k <= f.n;
+
+-- the guard failures of the k-th recompile: one per earlier cache entry, newest first; sizes and
+-- ids take values that change with k, the way a growing batch or a new object does
+CREATE TEMP TABLE g_gf AS
+SELECT rc.run_id, rc.file_id, rc.recompile_no, rc.frame_id, rc.k, rc.rank, rc.function, rc.category,
+       rc.guard_key, rc.source_name, rc.ts, e.j, rc.frame_id::VARCHAR || '/' || (rc.k - 1 - e.j)::VARCHAR AS failed_entry,
+       failed_entry || ': ' || CASE WHEN rc.numeric THEN regexp_replace(rc.raw, 'expected \\d+, actual \\d+',
+                                 'expected ' || (2 + rc.k - 1 - e.j)::VARCHAR || ', actual ' || (2 + rc.k)::VARCHAR)
+            WHEN rc.objid THEN regexp_replace(rc.raw, '\\d{{9,}}', (139645370122560 + hash(rc.run_id, rc.k - 1 - e.j) % 100000000 * 16)::VARCHAR)
+            ELSE rc.raw END AS raw,  -- "0/3: <guard failure>", as PyTorch prints it
+       CASE WHEN rc.numeric THEN 2 + rc.k - 1 - e.j END AS expected_n,
+       CASE WHEN rc.numeric THEN 2 + rc.k END AS actual_n
+FROM g_rc rc JOIN range(8) e(j) ON e.j < rc.k;
+
+CREATE TEMP TABLE g_rc_first AS
+SELECT rc.*, gf.raw AS reason
+FROM g_rc rc JOIN g_gf gf ON gf.run_id = rc.run_id AND gf.recompile_no = rc.recompile_no AND gf.j = 0;
+
+INSERT INTO recompiles (run_id, file_id, line_no, recompile_no, compile_id, rank, function, file, line, ts, reason, source)
+SELECT run_id, file_id, 50000 + recompile_no * 30, recompile_no, frame_id::VARCHAR || '/' || k::VARCHAR,
+       rank, function, file, line, ts, reason, 'trace'
+FROM g_rc_first;
+
+INSERT INTO guard_failures (run_id, file_id, line_no, recompile_no, compile_id, rank, function, failed_entry, raw,
+                            category, guard_key, source_name, dimension, expected, actual)
+SELECT run_id, file_id, 50000 + recompile_no * 30 + 1 + j, recompile_no, frame_id::VARCHAR || '/' || k::VARCHAR, rank,
+       function, failed_entry, raw, category, guard_key, source_name,
+       CASE WHEN category IN ('size_mismatch', 'stride_mismatch') THEN 0 END,
+       coalesce(expected_n::VARCHAR, CASE category WHEN 'dtype' THEN 'Float' WHEN 'requires_grad' THEN '0' END),
+       coalesce(actual_n::VARCHAR, CASE category WHEN 'dtype' THEN 'Double' WHEN 'requires_grad' THEN '1' END)
+FROM g_gf;
+
+-- a function that recompiled up to the limit: dynamo says so once and runs it eagerly from then on
+INSERT INTO limit_hits (run_id, file_id, line_no, compile_id, rank, limit_name, limit_value, function, file, line, reason)
+SELECT run_id, file_id, 50000 + recompile_no * 30 + 20, frame_id::VARCHAR || '/8', rank,
+       CASE WHEN v_idx = 0 THEN 'cache_size_limit' ELSE 'recompile_limit' END, 8, function, file, line,
+       reason
+FROM g_rc_first
+WHERE k = 8;
+"""
+
+SQL_COMPILES = """
+-- every function's first compile, then one compile per recompile; graph-break sites add a frame each
+INSERT INTO compiles (run_id, file_id, line_no, compile_id, frame_id, frame_compile_id, attempt, rank, co_name, co_filename,
+                      co_firstlineno, start_time, entire_frame_compile_time_s, backend_compile_time_s, inductor_compile_time_s,
+                      code_gen_time_s, guard_count, shape_env_guard_count, graph_op_count, graph_node_count, graph_input_count,
+                      cache_size, accumulated_cache_size, restart_reasons, recompile_reason, is_recompile)
+SELECT run_id, file_id, 40000 + frame_id * 50 + k, frame_id::VARCHAR || '/' || k::VARCHAR, frame_id, k, 0, rank,
+       split_part(function, '.', -1), file, line, t0 + 20 + k * 20,
+       ct * 1.25, ct, ct * 0.8, ct * 0.3, 20 + ui(run_no, frame_id, 400), CASE WHEN k > 0 THEN ui(run_no, frame_id + 1, 6) ELSE 0 END,
+       40 + ui(run_no, frame_id + 2, 900), 60 + ui(run_no, frame_id + 2, 900) + 30, 3 + ui(run_no, frame_id + 3, 40),
+       k, k, '[]', reason, k > 0
+FROM (
+    SELECT f.run_no, f.run_id, f.file_id, f.t0, f.frame_id, f.function, f.file, f.line, k.rank, 0 AS k, NULL::VARCHAR AS reason,
+           f.compile_s / 20.0 * (1.0 - f.v_idx * 0.03) * (0.5 + u(f.run_no, f.func * 10)) AS ct
+    FROM g_rc_fn f JOIN range(8) k(rank) ON k.rank < f.ranks
+    UNION ALL
+    SELECT run_no, run_id, file_id, t0, frame_id, function, file, line, rank, k, reason,
+           compile_s / 20.0 * (1.0 - v_idx * 0.03) * (0.5 + u(run_no, func * 10 + k)) AS ct
+    FROM g_rc_first
+) x;
+
+INSERT INTO compiles (run_id, file_id, line_no, compile_id, frame_id, frame_compile_id, attempt, rank, co_name, co_filename,
+                      co_firstlineno, start_time, entire_frame_compile_time_s, backend_compile_time_s, inductor_compile_time_s,
+                      code_gen_time_s, guard_count, graph_op_count, graph_node_count, graph_input_count, cache_size,
+                      accumulated_cache_size, restart_reasons, is_recompile)
+SELECT h.run_id, h.file_id, 1000 + h.site * 400 + k.rank, h.frame_id::VARCHAR || '/0_1', h.frame_id, 0, 1, k.rank,
+       split_part(h.user_function, '.', -1), h.user_file, h.user_line - 5, h.t0 + 15 + h.site,
+       ct * 1.25, ct, ct * 0.8, ct * 0.3, 10 + ui(h.run_no, h.site, 200), 10 + ui(h.run_no, h.site + 1, 300),
+       25 + ui(h.run_no, h.site + 1, 300), 2 + ui(h.run_no, h.site + 2, 20), 0, 0,
+       to_json([coalesce(h.gb_type, h.reason)])::VARCHAR, FALSE
+FROM (SELECT *, 0.4 + u(run_no, site) * 2.0 AS ct FROM g_gb_hits) h JOIN range(8) k(rank) ON k.rank < h.ranks;
+
+-- compile phases and cache lookups of rank 0's first compiles (what the run-detail timeline draws)
+INSERT INTO compile_phases (run_id, file_id, line_no, compile_id, rank, name, start_us, duration_us)
+SELECT c.run_id, c.file_id, c.line_no, c.compile_id, 0, p.name,
+       (c.start_time * 1e6)::BIGINT + (p.off * c.entire_frame_compile_time_s * 1e6)::BIGINT,
+       (p.frac * c.entire_frame_compile_time_s * 1e6)::BIGINT
+FROM compiles c, (VALUES ('entire_frame_compile', 0.0, 1.0), ('backend_compile', 0.2, 0.8),
+                         ('inductor_compile', 0.25, 0.64), ('code_gen', 0.55, 0.24)) p(name, off, frac)
+WHERE c.rank = 0 AND c.frame_compile_id = 0 AND c.attempt = 0;
+
+INSERT INTO cache_events (run_id, file_id, line_no, compile_id, rank, cache, outcome, reason)
+SELECT run_id, file_id, line_no + 2, compile_id, 0, cache,
+       CASE WHEN u(hash(run_id), frame_id + length(cache)) < 0.55 THEN 'hit' ELSE 'miss' END, NULL
+FROM compiles, (VALUES ('fx_graph'), ('aotautograd')) t(cache)
+WHERE rank = 0 AND frame_compile_id = 0 AND attempt = 0;
+"""
+
+SQL_BENCH = """
+CREATE TEMP TABLE g_bench AS
+WITH counts AS (
+    SELECT r.run_no, coalesce(g.n, 0) AS gb, coalesce(c.n, 0) AS rc
+    FROM g_run_ids r
+    LEFT JOIN (SELECT run_id, count(*) AS n FROM graph_breaks WHERE rank = 0 GROUP BY run_id) g USING (run_id)
+    LEFT JOIN (SELECT run_id, count(*) AS n FROM recompiles WHERE rank = 0 GROUP BY run_id) c USING (run_id)
+)
+SELECT r.*, c.gb, c.rc,
+       -- newer PyTorch is faster; each graph break and recompile costs a little; one version
+       -- regresses each model by ~12% until the next release fixes it
+       greatest(0.6, r.base_speedup * (1 + 0.035 * r.v_idx) * (1 - least(0.3, c.gb * 0.004 + c.rc * 0.002))
+            * CASE WHEN r.v_idx = r.regress_ver THEN 0.88 ELSE 1.0 END * (0.96 + 0.08 * u(r.run_no, 'noise'))) AS speedup,
+       r.compile_s * (1 - 0.03 * r.v_idx) * (1 + c.rc * 0.01) * (0.9 + 0.2 * u(r.run_no, 'cnoise')) AS compile_latency_s,
+       r.eager_ms * (0.97 + 0.06 * u(r.run_no, 'enoise')) AS eager_ms_run,
+       ['default', 'default', 'reduce-overhead', 'max-autotune'][1 + ui(r.run_no, 'mode', 4)] AS mode
+FROM g_run_ids r JOIN counts c USING (run_no);
+
+INSERT INTO bench_results (run_id, file_id, model, mode, task, device, batch_size, steps, speedup, abs_latency_ms,
+                           eager_latency_ms, compiled_spread_ms, eager_spread_ms, compilation_latency_s, compression_ratio,
+                           eager_peak_mem_gb, dynamo_peak_mem_gb, graph_breaks, unique_graphs, recompiles, accuracy)
+SELECT b.run_id, b.file_id, b.model, b.mode, CASE WHEN u(b.run_no, 'task') < 0.7 THEN 'train' ELSE 'infer' END, 'cuda',
+       [8, 16, 32, 64][1 + ui(b.run_no, 'bs', 4)], 30, b.speedup, b.eager_ms_run / b.speedup, b.eager_ms_run,
+       b.eager_ms_run / b.speedup * 0.02, b.eager_ms_run * 0.015, b.compile_latency_s,
+       0.95 + 0.35 * u(b.run_no, 'mem'), 8 + b.eager_ms * 0.05, (8 + b.eager_ms * 0.05) / (0.95 + 0.35 * u(b.run_no, 'mem')),
+       b.gb, b.gb + 1, b.rc, CASE WHEN u(b.run_no, 'acc') < 0.01 THEN 'fail_accuracy' ELSE 'pass' END
+FROM g_bench b
+WHERE u(b.run_no, 'has_bench') < 0.85;
+
+-- per step: the compiled callable's first step pays compilation, a few warm-up steps, then steady state
+INSERT INTO step_timings (run_id, file_id, callable, mode, step, phase, duration_ms, peak_mem_bytes)
+SELECT b.run_id, b.file_id, 'Model.forward', 'compiled', s.i,
+       CASE WHEN s.i = 0 THEN 'compile' WHEN s.i < 5 THEN 'warmup' ELSE 'steady' END,
+       CASE WHEN s.i = 0 THEN b.compile_latency_s * 1000
+            WHEN s.i < 5 THEN b.eager_ms_run / b.speedup * (1.5 + 1.0 / s.i)
+            ELSE b.eager_ms_run / b.speedup * (0.98 + 0.04 * u(b.run_no, s.i)) END,
+       ((8 + b.eager_ms * 0.05) * 0.9 * 1e9)::BIGINT
+FROM g_bench b, range(30) s(i)
+UNION ALL
+SELECT b.run_id, b.file_id, 'Model.forward', 'eager', s.i, CASE WHEN s.i < 3 THEN 'warmup' ELSE 'steady' END,
+       b.eager_ms_run * (0.98 + 0.04 * u(b.run_no, s.i + 100)), ((8 + b.eager_ms * 0.05) * 1e9)::BIGINT
+FROM g_bench b, range(20) s(i);
+
+UPDATE files SET records = c.n FROM (
+    SELECT run_id, count(*) AS n FROM graph_breaks GROUP BY run_id
+) c WHERE files.run_id = c.run_id;
+"""
+
+
+def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int, quiet: bool = False) -> dict:
+    """Create the store at db (which must not exist) and fill it; returns row counts per table."""
+    t_start = time.perf_counter()
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    gb_df, guard_df, source = load_templates()
+    say(f"templates: {len(gb_df)} graph-break kinds, {len(guard_df)} guard kinds ({source})")
+    sites, funcs = build_sites(gb_df, guard_df, seed, days)
+    models, hosts, versions = dims(seed, end, days)
+    start = (end - timedelta(days=days)).replace(hour=0, minute=0, second=0, microsecond=0)
+
+    store = Store.open(db)
+    fmt = dict(seed=seed, runs=runs, days=days, start=start.strftime("%Y-%m-%d %H:%M:%S"),
+               n_hosts=len(hosts), nightly=NIGHTLY)
+    with store.write() as con:
+        con.execute(f"SET threads = {threads}")
+        con.execute("SET preserve_insertion_order = false")
+        con.execute("SET memory_limit = '2GB'")  # the machine is shared
+        for name, frame in (("g_models", models), ("g_hosts", hosts), ("g_versions", versions),
+                            ("g_sites", sites), ("g_funcs", funcs)):
+            con.register(name + "_df", frame)
+            con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {name}_df")
+            con.unregister(name + "_df")
+        con.execute(SQL_MACROS.format(**fmt))
+        for label, sql in (("runs", SQL_RUNS), ("files", SQL_FILES), ("graph_breaks", SQL_GRAPH_BREAKS),
+                           ("recompiles", SQL_RECOMPILES), ("compiles", SQL_COMPILES), ("bench", SQL_BENCH)):
+            t = time.perf_counter()
+            con.execute("BEGIN")
+            for stmt in _statements(sql.format(**fmt)):
+                con.execute(stmt)
+            con.execute("COMMIT")
+            say(f"  {label:<14} {time.perf_counter() - t:6.1f} s")
+        con.execute("CHECKPOINT")
+        counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                  for t in ("runs", "files", "compiles", "graph_breaks", "recompiles", "guard_failures", "limit_hits",
+                            "compile_phases", "cache_events", "step_timings", "bench_results", "ingest_errors")}
+    counts["_seconds"] = round(time.perf_counter() - t_start, 1)
+    return counts
+
+
+def _statements(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";\n") if s.strip() and not all(
+        ln.strip().startswith("--") or not ln.strip() for ln in s.strip().splitlines())]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--db", required=True, type=Path, help="database file to create (its folder becomes the store)")
+    ap.add_argument("--runs", type=int, default=10_000)
+    ap.add_argument("--days", type=int, default=365)
+    ap.add_argument("--end", help="last day, ISO date (default: today, UTC)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("COMPILEWATCH_BENCH_THREADS", "2")))
+    ap.add_argument("--force", action="store_true", help="replace an existing database at --db")
+    args = ap.parse_args(argv)
+
+    if args.db.exists():
+        if not args.force:
+            print(f"{args.db} exists; pass --force to replace it", file=sys.stderr)
+            return 2
+        for p in (args.db, args.db.with_name(args.db.name + ".wal"), args.db.with_name(args.db.name + ".version")):
+            p.unlink(missing_ok=True)
+    end = (datetime.fromisoformat(args.end) if args.end else datetime.now(timezone.utc).replace(tzinfo=None))
+    end = end.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+    counts = build(args.db, args.runs, args.days, end, args.seed, args.threads)
+    seconds = counts.pop("_seconds")
+    width = max(map(len, counts))
+    for table, n in counts.items():
+        print(f"{table:<{width}} {n:>12,}")
+    print(f"built {args.db} in {seconds} s ({args.db.stat().st_size / 1e6:.0f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

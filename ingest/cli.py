@@ -184,6 +184,9 @@ def main(argv=None) -> int:
         if e.hint:
             print(f"  hint: {e.hint}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `compilewatch summarize --json | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("compilewatch: interrupted; files ingested so far are stored, the one in progress is not", file=sys.stderr)
         return 130

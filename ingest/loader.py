@@ -12,13 +12,13 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable
 
 import duckdb
-import pyarrow as pa
 
 from . import PARSER_VERSION
 from . import bundle as bundle_mod
@@ -150,8 +150,6 @@ def _bundle_units(root: Path, prefix: str) -> list[_Unit]:
 
 # -- the sink that writes ---------------------------------------------------------------------------
 
-_ARROW_TYPES = {"VARCHAR": pa.string(), "INTEGER": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(),
-                "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}
 _columns_cache: dict[str, list[tuple[str, str]]] = {}
 
 
@@ -164,26 +162,32 @@ def table_columns(con, table: str) -> list[tuple[str, str]]:
     return _columns_cache[table]
 
 
-def _coerce(value, arrow_type):
+_PY_TYPES = {"INTEGER": int, "BIGINT": int, "DOUBLE": float, "BOOLEAN": bool}
+
+
+def _coerce(value, sql_type: str):
+    """Last resort when a parser handed a value of the wrong type: make it fit, or null."""
     if value is None:
         return None
+    conv = _PY_TYPES.get(sql_type)
     try:
-        if arrow_type == pa.string():
+        if conv is None:
             return value if isinstance(value, str) else json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
-        if arrow_type in (pa.int32(), pa.int64()):
-            return int(value)
-        if arrow_type == pa.float64():
-            return float(value)
-        if arrow_type == pa.bool_():
-            return bool(value)
-    except (TypeError, ValueError):
+        return conv(value)
+    except (TypeError, ValueError, OverflowError):
         return None
-    return value
+
+
+def _dump(path: Path, rows: list[dict]) -> None:
+    dumps = json.JSONEncoder(default=str, ensure_ascii=False).encode
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(dumps(r) + "\n" for r in rows)
 
 
 class _StoreSink:
-    def __init__(self, con, run_id: str, file_id: int, original_name: str):
+    def __init__(self, con, run_id: str, file_id: int, original_name: str, tmp_dir: Path):
         self.con, self.run_id, self.file_id, self.original_name = con, run_id, file_id, original_name
+        self.tmp_dir = tmp_dir
         self.buffers: dict[str, list[dict]] = {}
         self.counts: dict[str, int] = {}
         self.errors: list[tuple] = []
@@ -212,27 +216,27 @@ class _StoreSink:
         self.metadata.setdefault(key, value)
 
     def _flush(self, table: str) -> None:
+        # Rows go through newline-delimited JSON into DuckDB's read_json: no pyarrow or pandas in
+        # the ingest process, which keeps its peak RSS near DuckDB's own (~60 MB).
         rows = self.buffers.get(table)
         if not rows:
             return
         cols = [(c, t) for c, t in table_columns(self.con, table) if c not in ("run_id", "file_id")]
-        arrays, names = [pa.array([self.run_id] * len(rows), pa.string()), pa.array([self.file_id] * len(rows), pa.int64())], ["run_id", "file_id"]
-        for c, t in cols:
-            at = _ARROW_TYPES.get(t, pa.string())
-            values = [r.get(c) for r in rows]
-            try:
-                arr = pa.array(values, type=at)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-                arr = pa.array([_coerce(v, at) for v in values], type=at)
-            arrays.append(arr)
-            names.append(c)
-        batch = pa.Table.from_arrays(arrays, names=names)
-        self.con.register("_cw_batch", batch)
+        spec = "{" + ", ".join(f"'{c}': '{t}'" for c, t in cols) + "}"
+        names = ", ".join(c for c, _ in cols)
+        sql = (f"INSERT INTO {table} (run_id, file_id, {names}) SELECT ?, ?, {names} "
+               f"FROM read_json(?, format='newline_delimited', columns={spec})")
+        path = self.tmp_dir / f"{table}-{self.file_id}-{uuid.uuid4().hex}.ndjson"
         try:
-            # DuckDB 2 streams results: fetch so the connection is free for the next statement.
-            self.con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(names)} FROM _cw_batch").fetchall()
+            try:
+                _dump(path, rows)
+                self.con.execute(sql, [self.run_id, self.file_id, str(path)]).fetchall()
+            except (duckdb.ConversionException, duckdb.InvalidInputException, TypeError, ValueError):
+                # A parser emitted a value of the wrong type: coerce column by column, then load.
+                _dump(path, [{c: _coerce(r.get(c), t) for c, t in cols} for r in rows])
+                self.con.execute(sql, [self.run_id, self.file_id, str(path)]).fetchall()
         finally:
-            self.con.unregister("_cw_batch")
+            path.unlink(missing_ok=True)
         self.counts[table] = self.counts.get(table, 0) + len(rows)
         self.buffers[table] = []
 
@@ -359,7 +363,7 @@ def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_byte
             con.execute("BEGIN")
             try:
                 file_id = _one(con, "SELECT nextval('file_id_seq')")[0]
-                sink = _StoreSink(con, rid, file_id, name)
+                sink = _StoreSink(con, rid, file_id, name, store.tmp_dir)
                 if kind == detect.UNKNOWN:
                     sink.error(0, "unknown_format", sniffed.reason or "not a TORCH_TRACE, TORCH_LOGS text, bundle or benchmark CSV", "")
                     result.message = sniffed.reason

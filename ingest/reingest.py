@@ -25,7 +25,7 @@ def reingest(store, all_files: bool = False) -> int:
             try:
                 for t in (*EVENT_TABLES, "ingest_errors"):
                     con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id])
-                sink = _StoreSink(con, run_id, file_id, name)
+                sink = _StoreSink(con, run_id, file_id, name, store.tmp_dir)
                 stream = detect.open_binary(path)
                 try:
                     parse(_ProgressStream(stream, stream, None) if kind in _LINE_KINDS else stream, sink)

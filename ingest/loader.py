@@ -7,7 +7,6 @@ and a retry stores it once. The writer lock is taken per file so the dashboard c
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -277,16 +276,6 @@ def _one(con, sql: str, params=None):
     return rows[0] if rows else None
 
 
-def _sha256(path: Path) -> tuple[str, int]:
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
-
-
 def _ts(value) -> datetime | None:
     if not value:
         return None
@@ -335,7 +324,7 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
 def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_bytes, forced_run_id, source) -> FileResult:
     name = unit.name
     try:
-        sha, size = _sha256(unit.path)
+        sha, stored_path, size = store.keep_raw(unit.path)
     except OSError as e:
         return FileResult(name, "unknown", "failed", message=f"cannot read: {e.strerror}")
     if unit.role == "manifest":
@@ -359,7 +348,6 @@ def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_byte
                 result.status, result.run_id = "duplicate", existing[0]
                 result.message = "already stored (same sha256)"
                 return result
-            stored_path = store.keep_raw(unit.path, sha)
             con.execute("BEGIN")
             try:
                 file_id = _one(con, "SELECT nextval('file_id_seq')")[0]

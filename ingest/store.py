@@ -16,8 +16,8 @@ transaction; a writer crashing mid-file leaves nothing behind (DuckDB rolls back
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
-import shutil
 import time
 import uuid
 from contextlib import contextmanager
@@ -165,16 +165,28 @@ class Store:
         except FileNotFoundError:
             return "0"
 
-    def keep_raw(self, src: Path, sha256: str) -> str:
-        """Copy src into raw/ under its hash (once) and return the path relative to the folder."""
-        rel = Path("raw") / sha256[:2] / sha256
-        dest = self.folder / rel
-        if not dest.exists():
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(dest.name + f".{uuid.uuid4().hex}.tmp")
-            shutil.copyfile(src, tmp)
-            tmp.replace(dest)
-        return rel.as_posix()
+    def keep_raw(self, src: Path) -> tuple[str, str, int]:
+        """Copy src into raw/ under its sha256 in one read pass. Returns (sha256, relative path, size).
+        Content-addressed, so a file kept twice is stored once and an orphan (a crash between this
+        and the database commit) is harmless."""
+        h = hashlib.sha256()
+        size = 0
+        tmp = self.tmp_dir / f"raw-{uuid.uuid4().hex}"
+        try:
+            with open(src, "rb") as fin, open(tmp, "wb") as fout:
+                while chunk := fin.read(1 << 20):
+                    h.update(chunk)
+                    fout.write(chunk)
+                    size += len(chunk)
+            sha = h.hexdigest()
+            rel = Path("raw") / sha[:2] / sha
+            dest = self.folder / rel
+            if not dest.exists():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                tmp.replace(dest)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return sha, rel.as_posix(), size
 
 
 def _is_read_only(con) -> bool:

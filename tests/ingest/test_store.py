@@ -1,6 +1,7 @@
 """The store: migrations, locking between processes, versions, raw files."""
 from __future__ import annotations
 
+import hashlib
 import multiprocessing as mp
 import time
 
@@ -67,6 +68,8 @@ def test_concurrent_writers_and_a_reader_in_other_processes(store):
 def test_keep_raw_is_content_addressed(store, tmp_path):
     f = tmp_path / "x.log"
     f.write_bytes(b"hello")
-    rel = store.keep_raw(f, "ab" + "0" * 62)
-    assert (store.folder / rel).read_bytes() == b"hello"
-    assert store.keep_raw(f, "ab" + "0" * 62) == rel
+    sha, rel, size = store.keep_raw(f)
+    assert sha == hashlib.sha256(b"hello").hexdigest() and size == 5
+    assert (store.folder / rel).read_bytes() == b"hello" and sha in rel
+    assert store.keep_raw(f) == (sha, rel, size)
+    assert list(store.tmp_dir.iterdir()) == []

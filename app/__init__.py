@@ -1,0 +1,1 @@
+"""compilewatch dashboard: `streamlit run app/main.py`."""

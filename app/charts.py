@@ -1,0 +1,209 @@
+"""Altair chart builders: DataFrame in, chart out; no streamlit, no queries.
+
+Every chart has a title, axis titles with units and tooltips. Frames arrive aggregated and
+LIMITed by app.queries, so nothing here ever ships more than a few thousand points.
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+HEIGHT = 300
+VERDICT_COLORS = alt.Scale(domain=["worse", "better"], range=["#d62728", "#2ca02c"])
+
+
+def _empty(title: str) -> alt.Chart:
+    return alt.Chart(pd.DataFrame({"text": ["no data in this selection"]}), title=title).mark_text(
+        color="gray").encode(text="text:N").properties(height=80)
+
+
+def daily_activity(frame: pd.DataFrame) -> alt.Chart:
+    """Graph breaks and recompiles per day, current window in color, previous in grey."""
+    title = "Graph breaks and recompiles per day"
+    if frame.empty:
+        return _empty(title)
+    long = frame.melt(id_vars=["day", "win", "runs"], value_vars=["graph_breaks", "recompiles"],
+                      var_name="event", value_name="count")
+    long["event"] = long["event"].map({"graph_breaks": "graph breaks", "recompiles": "recompiles"})
+    return alt.Chart(long, title=title).mark_bar().encode(
+        x=alt.X("yearmonthdate(day):T", title="Day (UTC)"),
+        y=alt.Y("count:Q", title="Events (count)"),
+        color=alt.Color("event:N", title="Event"),
+        opacity=alt.Opacity("win:N", title="Window", scale=alt.Scale(domain=["previous", "current"], range=[0.35, 1.0])),
+        xOffset="event:N",
+        tooltip=[alt.Tooltip("yearmonthdate(day):T", title="Day"), alt.Tooltip("win:N", title="Window"),
+                 alt.Tooltip("event:N", title="Event"), alt.Tooltip("count:Q", title="Count", format=","),
+                 alt.Tooltip("runs:Q", title="Runs")],
+    ).properties(height=HEIGHT)
+
+
+def hotspot_bars(frame: pd.DataFrame, top: int = 15) -> alt.Chart:
+    """Occurrences of the most frequent breaks, horizontal bars, new-this-week highlighted."""
+    title = "Most frequent graph breaks"
+    if frame.empty:
+        return _empty(title)
+    d = frame.head(top).copy()
+    d["break"] = (d["gb_type"].fillna(d["reason"]).fillna("?").str.slice(0, 60) + " @ "
+                  + d["user_file"].fillna("?").str.split("/").str[-1] + ":" + d["user_line"].astype("string").fillna("?"))
+    d["status"] = d["new_this_week"].map({True: "new this week"}).fillna("seen before")
+    return alt.Chart(d, title=title).mark_bar().encode(
+        x=alt.X("occurrences:Q", title="Occurrences (count)"),
+        y=alt.Y("break:N", sort="-x", title=None, axis=alt.Axis(labelLimit=420)),
+        color=alt.Color("status:N", title="", scale=alt.Scale(domain=["seen before", "new this week"],
+                                                               range=["#4c78a8", "#f58518"])),
+        tooltip=[alt.Tooltip("break:N", title="Break"), alt.Tooltip("occurrences:Q", title="Occurrences", format=","),
+                 alt.Tooltip("runs:Q", title="Runs"), alt.Tooltip("models:Q", title="Models"),
+                 alt.Tooltip("torch_versions:N", title="Torch versions"),
+                 alt.Tooltip("first_seen:T", title="First seen"), alt.Tooltip("last_seen:T", title="Last seen")],
+    ).properties(height=max(120, 24 * len(d)))
+
+
+def hotspot_trend(frame: pd.DataFrame) -> alt.Chart:
+    title = "Graph breaks over time, top breaks"
+    if frame.empty:
+        return _empty(title)
+    return alt.Chart(frame, title=title).mark_bar().encode(
+        x=alt.X("period:T", title="Period start (UTC)"),
+        y=alt.Y("sum(occurrences):Q", title="Occurrences (count)"),
+        color=alt.Color("label:N", title="Break", legend=alt.Legend(labelLimit=300, orient="bottom", columns=2)),
+        tooltip=[alt.Tooltip("period:T", title="Period"), alt.Tooltip("label:N", title="Break"),
+                 alt.Tooltip("sum(occurrences):Q", title="Occurrences", format=",")],
+    ).properties(height=HEIGHT)
+
+
+def recompile_timeline(frame: pd.DataFrame) -> alt.Chart:
+    """Cumulative recompiles per function over time in one run; points coloured by guard category."""
+    run = frame["run_id"].iloc[0] if not frame.empty else ""
+    title = f"Recompiles over time in run {run}"
+    if frame.empty:
+        return _empty("Recompiles over time")
+    has_time = frame["t_s"].notna().any()
+    x = (alt.X("t_s:Q", title="Time since first recompile (s)") if has_time
+         else alt.X("seq:Q", title="Recompile number in the log (no timestamps)"))
+    base = alt.Chart(frame, title=title).encode(
+        x=x, y=alt.Y("cumulative:Q", title="Recompiles of the function (cumulative count)"),
+        tooltip=[alt.Tooltip("function:N", title="Function"), alt.Tooltip("compile_id:N", title="Compile id"),
+                 alt.Tooltip("t_s:Q", title="Time (s)", format=".1f"), alt.Tooltip("cumulative:Q", title="Recompile #"),
+                 alt.Tooltip("category:N", title="Guard category"), alt.Tooltip("reason:N", title="First failed guard")])
+    lines = base.mark_line(interpolate="step-after", opacity=0.5).encode(detail="function:N",
+                                                                         strokeDash=alt.StrokeDash("function:N", title="Function"))
+    points = base.mark_point(filled=True, size=70).encode(color=alt.Color("category:N", title="Guard category"),
+                                                           shape=alt.Shape("function:N", title="Function"))
+    return (lines + points).properties(height=HEIGHT)
+
+
+def recompiles_per_day(frame: pd.DataFrame) -> alt.Chart:
+    title = "Recompiles per day by guard-failure category"
+    if frame.empty:
+        return _empty(title)
+    return alt.Chart(frame, title=title).mark_bar().encode(
+        x=alt.X("yearmonthdate(day):T", title="Day (UTC)"),
+        y=alt.Y("sum(recompiles):Q", title="Recompiles (count)"),
+        color=alt.Color("category:N", title="Guard category"),
+        tooltip=[alt.Tooltip("yearmonthdate(day):T", title="Day"), alt.Tooltip("category:N", title="Category"),
+                 alt.Tooltip("sum(recompiles):Q", title="Recompiles", format=",")],
+    ).properties(height=HEIGHT)
+
+
+def guard_category_bars(frame: pd.DataFrame) -> alt.Chart:
+    title = "Guard failures by category"
+    if frame.empty:
+        return _empty(title)
+    return alt.Chart(frame, title=title).mark_bar().encode(
+        x=alt.X("failures:Q", title="Guard failures (count)"),
+        y=alt.Y("category:N", sort="-x", title=None),
+        tooltip=[alt.Tooltip("category:N", title="Category"), alt.Tooltip("failures:Q", title="Failures", format=","),
+                 alt.Tooltip("runs:Q", title="Runs"), alt.Tooltip("functions:Q", title="Functions"),
+                 alt.Tooltip("top_guard:N", title="Most common guard")],
+    ).properties(height=max(120, 28 * len(frame)))
+
+
+_TREND_FIELDS = {
+    "speedup": ("Speedup over eager (×, geomean)", ".3f"),
+    "compile_s": ("Compile time (s, mean)", ".1f"),
+    "memory_ratio": ("Peak-memory ratio eager/compiled (×)", ".3f"),
+}
+
+
+def trend(frame: pd.DataFrame, field: str = "speedup") -> alt.Chart:
+    """One line per model over days for speedup, compile_s or memory_ratio."""
+    label, fmt = _TREND_FIELDS[field]
+    title = f"{label.split(' (')[0]} per model over time"
+    if frame.empty or frame[field].isna().all():
+        return _empty(title)
+    chart = alt.Chart(frame, title=title).mark_line(point=True).encode(
+        x=alt.X("day:T", title="Day (UTC)"),
+        y=alt.Y(f"{field}:Q", title=label, scale=alt.Scale(zero=False)),
+        color=alt.Color("model:N", title="Model"),
+        tooltip=[alt.Tooltip("model:N", title="Model"), alt.Tooltip("day:T", title="Day"),
+                 alt.Tooltip(f"{field}:Q", title=label, format=fmt), alt.Tooltip("runs:Q", title="Runs"),
+                 alt.Tooltip("torch_versions:N", title="Torch"), alt.Tooltip("labels:N", title="Labels")],
+    )
+    if field in ("speedup", "memory_ratio"):
+        chart = chart + alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="y:Q")
+    return chart.properties(height=HEIGHT)
+
+
+def by_version(frame: pd.DataFrame, dimension: str = "torch_version") -> alt.Chart:
+    title = f"Geomean speedup over models by {dimension.replace('_', ' ')}"
+    if frame.empty:
+        return _empty(title)
+    return alt.Chart(frame, title=title).mark_bar().encode(
+        x=alt.X("version:N", sort=list(frame["version"]), title=dimension.replace("_", " ") + " (oldest first)"),
+        y=alt.Y("geomean_speedup:Q", title="Speedup over eager (×, geomean over models)"),
+        tooltip=[alt.Tooltip("version:N", title="Version"), alt.Tooltip("geomean_speedup:Q", title="Geomean speedup", format=".3f"),
+                 alt.Tooltip("compile_s:Q", title="Compile time (s)", format=".1f"),
+                 alt.Tooltip("memory_ratio:Q", title="Memory ratio", format=".3f"),
+                 alt.Tooltip("models:Q", title="Models"), alt.Tooltip("runs:Q", title="Runs")],
+    ).properties(height=HEIGHT)
+
+
+def phase_timeline(frame: pd.DataFrame) -> alt.Chart:
+    """Compile phases as a Gantt chart: one row per compile id, bars per phase."""
+    title = "Compile phases"
+    if frame.empty:
+        return _empty(title)
+    return alt.Chart(frame, title=title).mark_bar(opacity=0.75).encode(
+        x=alt.X("start_ms:Q", title="Time since the first compile (ms)"),
+        x2="end_ms:Q",
+        y=alt.Y("compile_id:N", title="Compile id", sort=None),
+        color=alt.Color("name:N", title="Phase"),
+        tooltip=[alt.Tooltip("compile_id:N", title="Compile id"), alt.Tooltip("name:N", title="Phase"),
+                 alt.Tooltip("start_ms:Q", title="Start (ms)", format=",.0f"),
+                 alt.Tooltip("duration_ms:Q", title="Duration (ms)", format=",.1f")],
+    ).properties(height=max(120, 22 * frame["compile_id"].nunique()))
+
+
+def step_times(frame: pd.DataFrame) -> alt.Chart:
+    """Step duration per step, compiled vs eager, warm-up vs steady state."""
+    title = "Step times: warm-up against steady state"
+    if frame.empty:
+        return _empty(title)
+    return alt.Chart(frame, title=title).mark_point(filled=True).encode(
+        x=alt.X("step:Q", title="Step"),
+        y=alt.Y("duration_ms:Q", title="Step time (ms, log scale)", scale=alt.Scale(type="log")),
+        color=alt.Color("phase:N", title="Phase", scale=alt.Scale(domain=["compile", "warmup", "steady"])),
+        shape=alt.Shape("mode:N", title="Mode"),
+        tooltip=[alt.Tooltip("callable:N", title="Callable"), alt.Tooltip("mode:N", title="Mode"),
+                 alt.Tooltip("step:Q", title="Step"), alt.Tooltip("phase:N", title="Phase"),
+                 alt.Tooltip("duration_ms:Q", title="Duration (ms)", format=",.2f")],
+    ).properties(height=HEIGHT)
+
+
+def movers(frame: pd.DataFrame) -> alt.Chart:
+    """Per-model changes beyond ±5%, red worse, green better."""
+    title = "What moved against the previous window (change, %)"
+    if frame.empty:
+        return _empty(title)
+    d = frame.head(20).copy()
+    d["what"] = d["model"] + " · " + d["metric"]
+    return alt.Chart(d, title=title).mark_bar().encode(
+        x=alt.X("change_pct:Q", title="Change against previous window (%)"),
+        y=alt.Y("what:N", sort=alt.EncodingSortField("change_pct", op="min", order="ascending"), title=None,
+                axis=alt.Axis(labelLimit=320)),
+        color=alt.Color("verdict:N", title="", scale=VERDICT_COLORS),
+        tooltip=[alt.Tooltip("model:N", title="Model"), alt.Tooltip("metric:N", title="Metric"),
+                 alt.Tooltip("previous:Q", title="Previous", format=",.3f"),
+                 alt.Tooltip("current:Q", title="Current", format=",.3f"),
+                 alt.Tooltip("change_pct:Q", title="Change (%)", format="+.1f")],
+    ).properties(height=max(120, 24 * len(d)))

@@ -1,0 +1,125 @@
+"""Compare two runs or two versions: new and fixed breaks, recompile deltas, speedup delta."""
+import streamlit as st
+
+from app import ui
+from app.filters import DIMENSIONS, from_params
+from app.queries import compare, run_detail, speedups
+
+f = ui.page("Compare", default_days=90)
+url = from_params(ui.url_params())
+names = {"torch_version": "Torch version", "label": "Label", "git_commit": "Git commit"}
+
+ui.page_state("cmp_mode", "Two runs" if (url.run_id and url.run_b) else None, "Two versions")
+mode = st.segmented_control("Compare", ["Two versions", "Two runs"], key="cmp_mode") or "Two versions"
+
+if mode == "Two runs":
+    runs = ui.load(run_detail.runs_list, f)
+    ids = list(runs["run_id"]) if runs is not None else []
+    for r in (url.run_b, url.run_id):
+        if r and r not in ids:
+            ids.insert(0, r)
+    if len(ids) < 2:
+        st.info("Needs two runs in the selection. Widen the time window.", icon=":material/info:")
+        ui.set_url(f)
+        st.stop()
+    labels = {} if runs is None else {r.run_id: f"{r.run_id} · {r.model} · torch {r.torch_version}" for r in runs.itertuples()}
+    ui.page_state("cmp_run_a", url.run_id, ids[1])
+    ui.page_state("cmp_run_b", url.run_b, ids[0])
+    ca, cb = st.columns(2)
+    a = ca.selectbox("Baseline run (A)", ids, key="cmp_run_a", format_func=lambda r: labels.get(r, r))
+    b = cb.selectbox("Candidate run (B)", ids, key="cmp_run_b", format_func=lambda r: labels.get(r, r))
+    f = f.replace(run_id=a, run_b=b)
+else:
+    ui.page_state("cmp_dim", url.dimension if url.dimension != "torch_version" else None, "torch_version")
+    dim = st.segmented_control("Versions of", list(DIMENSIONS), key="cmp_dim", format_func=names.get) or "torch_version"
+    f = f.replace(dimension=dim)
+    versions = ui.load(speedups.versions, f.replace(torch_versions=()) if dim == "torch_version" else f)
+    values = list(versions["version"]) if versions is not None else []
+    if len(values) < 2:
+        st.info(f"Needs two {names[dim].lower()}s in the selection; found {len(values)}. Widen the time window.",
+                icon=":material/info:")
+        ui.set_url(f)
+        st.stop()
+    ui.page_state("cmp_a", url.version_a, values[1])
+    ui.page_state("cmp_b", url.version_b, values[0])
+    for key, default in (("cmp_a", values[1]), ("cmp_b", values[0])):
+        if st.session_state[key] not in values:
+            st.session_state[key] = default
+    ca, cb = st.columns(2)
+    a = ca.selectbox(f"Baseline {names[dim].lower()} (A)", values, key="cmp_a")
+    b = cb.selectbox(f"Candidate {names[dim].lower()} (B)", values, key="cmp_b")
+    f = f.replace(version_a=a, version_b=b)
+
+if a == b:
+    st.warning("A and B are the same; pick two different ones.", icon=":material/warning:")
+
+summary = ui.load(compare.summary, f)
+if summary is not None and len(summary) == 2:
+    sa, sb = summary.iloc[0], summary.iloc[1]
+    per_run = lambda s, k: s[k] / s["runs"] if s["runs"] else None  # noqa: E731
+    items = [("Runs", "runs", None, "{:,.0f}", False), ("Graph breaks / run", "graph_breaks", "lower", "{:,.1f}", True),
+             ("Distinct breaks", "distinct_breaks", "lower", "{:,.0f}", False),
+             ("Recompiles / run", "recompiles", "lower", "{:,.1f}", True),
+             ("Limit hits / run", "limit_hits", "lower", "{:,.2f}", True),
+             ("Geomean speedup", "geomean_speedup", "higher", "{:.3f}×", False),
+             ("Compile time / run", "compile_s_per_run", "lower", "{:,.1f} s", False)]
+    for col, (label, key, better, fmt, divide) in zip(st.columns(len(items)), items):
+        va = per_run(sa, key) if divide else sa[key]
+        vb = per_run(sb, key) if divide else sb[key]
+        ok = va is not None and vb is not None and va == va and vb == vb
+        delta = (f"{100 * (vb / va - 1):+.1f}%" if va else None) if ok else None
+        col.metric(label, fmt.format(vb) if vb is not None and vb == vb else "–", delta=delta,
+                   delta_color=ui.delta_color(better), border=True,
+                   help=f"A: {fmt.format(va) if va is not None and va == va else '–'}")
+    st.caption("Values are B; the delta is B against A.")
+elif summary is not None:
+    st.caption("One of the sides has no runs in the selection.")
+
+st.subheader("Graph breaks: new and fixed")
+d = ui.load(compare.break_diff, f)
+if d is not None and d.empty:
+    st.caption("No graph breaks on either side.")
+elif d is not None:
+    counts = d["status"].value_counts()
+    st.markdown(f":red[**{counts.get('new', 0)} new**] · :green[**{counts.get('fixed', 0)} fixed**] · "
+                f"{counts.get('more', 0)} more often · {counts.get('fewer', 0)} less often")
+    st.dataframe(d.drop(columns=["break_key"]), hide_index=True, width="stretch", key="cmp_breaks", column_config={
+        "status": st.column_config.TextColumn("Status", width="small"),
+        "reason": st.column_config.TextColumn("Reason", width="large"),
+        "per_run_a": st.column_config.NumberColumn("Per run A", format="%.2f"),
+        "per_run_b": st.column_config.NumberColumn("Per run B", format="%.2f"),
+        "runs_a": st.column_config.NumberColumn("Runs A"), "runs_b": st.column_config.NumberColumn("Runs B"),
+    })
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Recompiles per function")
+    d = ui.load(compare.recompile_diff, f)
+    if d is not None and d.empty:
+        st.caption("No recompiles on either side.")
+    elif d is not None:
+        st.dataframe(d, hide_index=True, width="stretch", key="cmp_recompiles", column_config={
+            "recompiles_a": st.column_config.NumberColumn("Per run A", format="%.2f"),
+            "recompiles_b": st.column_config.NumberColumn("Per run B", format="%.2f"),
+            "delta": st.column_config.NumberColumn("Δ per run", format="%+.2f"),
+            "limit_hits_a": st.column_config.NumberColumn("Limit hits A", format="%.2f"),
+            "limit_hits_b": st.column_config.NumberColumn("Limit hits B", format="%.2f"),
+            "top_category_b": st.column_config.TextColumn("Top guard failure in B"),
+        })
+with right:
+    st.subheader("Speedup per model")
+    d = ui.load(compare.speedup_diff, f)
+    if d is not None and d.empty:
+        st.caption("No benchmark results on either side.")
+    elif d is not None:
+        st.dataframe(d, hide_index=True, width="stretch", key="cmp_speedups", column_config={
+            "speedup_a": st.column_config.NumberColumn("Speedup A", format="%.3f×"),
+            "speedup_b": st.column_config.NumberColumn("Speedup B", format="%.3f×"),
+            "speedup_change_pct": st.column_config.NumberColumn("Δ", format="%+.1f%%"),
+            "compile_s_a": st.column_config.NumberColumn("Compile A", format="%.1f s"),
+            "compile_s_b": st.column_config.NumberColumn("Compile B", format="%.1f s"),
+            "memory_ratio_a": st.column_config.NumberColumn("Memory A", format="%.3f×"),
+            "memory_ratio_b": st.column_config.NumberColumn("Memory B", format="%.3f×"),
+        })
+
+ui.set_url(f)

@@ -1,0 +1,95 @@
+"""Graph-break hotspots: the same break across runs, most frequent first; pick one for its detail."""
+import streamlit as st
+
+from app import charts, ui
+from app.filters import from_params
+from app.queries import hotspots
+
+f = ui.page("Graph-break hotspots")
+url = from_params(ui.url_params())
+
+c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+ui.page_state("hs_search", url.search, "")
+search = c1.text_input("Search break type, reason, file or function", key="hs_search",
+                       placeholder="e.g. item(), print, attention.py")
+ui.page_state("hs_new", url.only_new or None, False)
+only_new = c2.toggle("Only new this week", key="hs_new", help="First seen (in any run) during the last 7 days of the window")
+ui.page_state("hs_limit", None, 50)
+limit = c3.selectbox("Show", [20, 50, 100, 200], key="hs_limit", format_func=lambda n: f"top {n}")
+f = f.replace(search=search.strip() or None, only_new=bool(only_new), limit=int(limit))
+
+table = ui.load(hotspots.hotspots, f)
+if table is not None and table.empty:
+    st.info("No graph breaks match these filters. Widen the time window or clear the search.", icon=":material/check_circle:")
+elif table is not None:
+    chart_col, trend_col = st.columns(2)
+    chart_col.altair_chart(charts.hotspot_bars(table), width="stretch")
+    trend = ui.load(hotspots.hotspot_trend, f)
+    if trend is not None:
+        trend_col.altair_chart(charts.hotspot_trend(trend), width="stretch")
+
+    view = table.assign(location=table["user_file"].fillna("?") + ":" + table["user_line"].astype("string").fillna("?"),
+                        what=table["gb_type"].fillna(table["reason"]))
+    ui.page_state("hs_break", url.break_key, None)
+
+    def _picked():
+        rows = st.session_state["hs_table"].selection.rows
+        st.session_state["hs_break"] = str(table.iloc[rows[0]]["break_key"]) if rows else None
+
+    st.caption("Select a row for the explanation, hint, an example stack and the runs it occurred in.")
+    st.dataframe(
+        view[["new_this_week", "what", "reason", "location", "occurrences", "runs", "models", "first_seen",
+              "last_seen", "torch_versions", "model_list"]],
+        key="hs_table", on_select=_picked, selection_mode="single-row", hide_index=True, width="stretch",
+        column_config={
+            "new_this_week": st.column_config.CheckboxColumn("New", width="small", help="First seen in the last 7 days of the window"),
+            "what": st.column_config.TextColumn("Break type", width="medium"),
+            "reason": st.column_config.TextColumn("Reason (normalised)", width="large"),
+            "location": st.column_config.TextColumn("User code", width="medium"),
+            "occurrences": st.column_config.NumberColumn("Occurrences", format="localized"),
+            "runs": st.column_config.NumberColumn("Runs", format="localized"),
+            "models": st.column_config.NumberColumn("Models"),
+            "first_seen": st.column_config.DatetimeColumn("First seen", format="YYYY-MM-DD HH:mm"),
+            "last_seen": st.column_config.DatetimeColumn("Last seen", format="YYYY-MM-DD HH:mm"),
+            "torch_versions": st.column_config.TextColumn("Torch versions"),
+            "model_list": st.column_config.TextColumn("Models affected"),
+        })
+    f = f.replace(break_key=st.session_state["hs_break"])
+
+    if f.break_key:
+        match = table[table["break_key"] == f.break_key]
+        st.divider()
+        if match.empty:
+            st.subheader(f"Break `{ui.short(f.break_key, 100)}`")
+            st.caption("Not among the breaks listed above with these filters.")
+        else:
+            b = match.iloc[0]
+            st.subheader(ui.short(b["gb_type"] or b["reason"], 120))
+            st.markdown(f"`{b['user_file']}:{b['user_line']}` in `{b['user_function'] or '?'}`"
+                        + (f" · {b['gb_code']}" if b["gb_code"] else ""))
+            left, right = st.columns(2)
+            with left:
+                st.markdown("**Reason**")
+                st.text(b["reason"] or "–")
+                if b["explanation"]:
+                    st.markdown("**Explanation**")
+                    st.markdown(b["explanation"])
+                hints = ui.hint_lines(b["hints"])
+                if hints:
+                    st.markdown("**Hints**")
+                    st.markdown("\n".join(f"- {h}" for h in hints))
+            with right:
+                st.markdown("**Example user stack** (latest occurrence)")
+                st.code(b["example_stack"] or "no stack in the log", language="python")
+        runs = ui.load(hotspots.hotspot_runs, f)
+        if runs is not None and not runs.empty:
+            runs = runs.assign(open=[ui.link("run", f, run_id=r) for r in runs["run_id"]])
+            st.dataframe(runs, hide_index=True, width="stretch", key="hs_runs", column_config={
+                "run_id": st.column_config.TextColumn("Run"),
+                "run_time": st.column_config.DatetimeColumn("Started", format="YYYY-MM-DD HH:mm"),
+                "occurrences": st.column_config.NumberColumn("Occurrences"),
+                "compile_ids": st.column_config.TextColumn("Compile ids"),
+                "open": st.column_config.LinkColumn("Run detail", display_text="open"),
+            })
+
+ui.set_url(f)

@@ -1,0 +1,96 @@
+"""Recompile storms: per run and function, storms flagged; a run's recompile timeline; guard
+failures ranked with a fix hint for each category."""
+import streamlit as st
+
+from app import charts, hints, ui
+from app.filters import from_params
+from app.queries import recompiles
+
+f = ui.page("Recompile storms")
+url = from_params(ui.url_params())
+st.caption(f"A **storm**: the recompile limit was hit, one function recompiled ≥ {recompiles.MANY_RECOMPILES} "
+           f"times in a run, or ≥ {recompiles.BURST_PER_MINUTE} recompiles landed within one minute.")
+
+c1, c2 = st.columns([1, 1], vertical_alignment="bottom")
+ui.page_state("rc_only_storms", None, False)
+only_storms = c1.toggle("Only storms", key="rc_only_storms")
+ui.page_state("rc_limit", None, 50)
+limit = c2.selectbox("Show", [20, 50, 100, 200], key="rc_limit", format_func=lambda n: f"top {n} run × function")
+f = f.replace(limit=int(limit))
+
+table = ui.load(recompiles.storms, f)
+ui.page_state("rc_pick", (url.run_id, url.function) if url.run_id else None, None)
+if table is not None and table.empty:
+    st.info("No recompiles in these runs. Widen the time window or the filters.", icon=":material/check_circle:")
+elif table is not None:
+    shown = table[table["storm"]] if only_storms else table
+    shown = shown.reset_index(drop=True)
+
+    def _picked():
+        rows = st.session_state["rc_table"].selection.rows
+        st.session_state["rc_pick"] = (str(shown.iloc[rows[0]]["run_id"]), str(shown.iloc[rows[0]]["function"])) if rows else None
+
+    st.caption("Select a row to see that run's recompile timeline.")
+    st.dataframe(
+        shown[["storm", "why", "function", "model", "run_id", "run_time", "recompiles", "limit_hits", "burst",
+               "span_s", "top_category", "torch_version"]],
+        key="rc_table", on_select=_picked, selection_mode="single-row", hide_index=True, width="stretch",
+        column_config={
+            "storm": st.column_config.CheckboxColumn("Storm", width="small"),
+            "why": st.column_config.TextColumn("Why", width="medium"),
+            "function": st.column_config.TextColumn("Function"),
+            "model": st.column_config.TextColumn("Model", width="small"),
+            "run_id": st.column_config.TextColumn("Run"),
+            "run_time": st.column_config.DatetimeColumn("Started", format="YYYY-MM-DD HH:mm"),
+            "recompiles": st.column_config.NumberColumn("Recompiles", format="localized"),
+            "limit_hits": st.column_config.NumberColumn("Limit hits"),
+            "burst": st.column_config.NumberColumn("Max / minute", help="Most recompiles within one minute"),
+            "span_s": st.column_config.NumberColumn("Span", format="%.0f s", help="First to last recompile"),
+            "top_category": st.column_config.TextColumn("Top guard failure"),
+            "torch_version": st.column_config.TextColumn("Torch"),
+        })
+
+pick = st.session_state.get("rc_pick")
+if pick:
+    f = f.replace(run_id=pick[0], function=pick[1])
+timeline = ui.load(recompiles.timeline, f)
+if timeline is not None and not timeline.empty:
+    run_id = timeline["run_id"].iloc[0]
+    st.altair_chart(charts.recompile_timeline(timeline), width="stretch")
+    st.page_link("pages/run_detail.py", label=f"Open run {run_id}", icon=":material/description:",
+                 query_params={"run": run_id})
+
+per_day = ui.load(recompiles.recompiles_per_day, f.replace(run_id=None, function=None))
+if per_day is not None:
+    st.altair_chart(charts.recompiles_per_day(per_day), width="stretch")
+
+st.subheader("Guard failures by category, with the fix")
+cats = ui.load(recompiles.guard_categories, f.replace(run_id=None, function=None))
+if cats is not None and cats.empty:
+    st.caption("No guard failures recorded for these runs.")
+elif cats is not None:
+    left, right = st.columns([1, 2])
+    left.altair_chart(charts.guard_category_bars(cats), width="stretch")
+    with right:
+        for row in cats.itertuples():
+            with st.expander(f"**{row.category}** · {row.failures:,} failures in {row.runs:,} runs"):
+                st.markdown(row.hint)
+                st.caption("Most common guard")
+                st.code(row.top_guard or row.example or "", language=None)
+    guards = ui.load(recompiles.top_guards, f.replace(run_id=None, function=None, limit=20))
+    if guards is not None and not guards.empty:
+        st.markdown("**Guards that fail most**")
+        st.dataframe(guards, hide_index=True, width="stretch", key="rc_guards", column_config={
+            "guard": st.column_config.TextColumn("Guard (numbers stripped)", width="large"),
+            "category": st.column_config.TextColumn("Category"),
+            "source_name": st.column_config.TextColumn("Source"),
+            "failures": st.column_config.NumberColumn("Failures", format="localized"),
+            "runs": st.column_config.NumberColumn("Runs", format="localized"),
+            "functions": st.column_config.TextColumn("Functions"),
+            "expected": st.column_config.TextColumn("Expected (example)"),
+            "actual": st.column_config.TextColumn("Actual (example)"),
+        })
+if table is not None and (table["limit_hits"] > 0).any():
+    st.warning(hints.LIMIT_HINT, icon=":material/warning:")
+
+ui.set_url(f)

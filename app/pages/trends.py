@@ -1,0 +1,87 @@
+"""Speedup trends: per model over time, across torch versions and the team's own versions
+(label / git commit); a version-against-version table coloured at ±5%."""
+import pandas as pd
+import streamlit as st
+
+from app import charts, ui
+from app.filters import DIMENSIONS, from_params
+from app.queries import overview, speedups
+
+f = ui.page("Speedup trends", default_days=90)
+url = from_params(ui.url_params())
+
+names = {"torch_version": "Torch version", "label": "Label", "git_commit": "Git commit"}
+ui.page_state("tr_dim", url.dimension if url.dimension != "torch_version" else None, "torch_version")
+dim = st.segmented_control("Compare versions of", list(DIMENSIONS), key="tr_dim", format_func=names.get) or "torch_version"
+f = f.replace(dimension=dim)
+
+trend = ui.load(speedups.trend, f)
+if trend is not None and trend.empty:
+    st.info("No benchmark results (bench.csv or the collector's eager-vs-compiled bench) in these runs. "
+            "Run `compilewatch collect --bench …` or widen the time window.", icon=":material/info:")
+elif trend is not None:
+    tabs = st.tabs(["Speedup", "Compile time", "Peak-memory ratio"])
+    for tab, field in zip(tabs, ("speedup", "compile_s", "memory_ratio")):
+        tab.altair_chart(charts.trend(trend, field), width="stretch")
+
+    by_version = ui.load(speedups.by_version, f)
+    if by_version is not None and not by_version.empty:
+        left, right = st.columns([1, 1])
+        left.altair_chart(charts.by_version(by_version, dim), width="stretch")
+        right.dataframe(by_version, hide_index=True, width="stretch", key="tr_by_version", column_config={
+            "version": st.column_config.TextColumn(names[dim]),
+            "geomean_speedup": st.column_config.NumberColumn("Geomean speedup", format="%.3f×"),
+            "compile_s": st.column_config.NumberColumn("Compile time", format="%.1f s"),
+            "memory_ratio": st.column_config.NumberColumn("Memory ratio", format="%.3f×"),
+            "models": st.column_config.NumberColumn("Models"),
+            "runs": st.column_config.NumberColumn("Runs", format="localized"),
+            "first_run": st.column_config.DatetimeColumn("First run", format="YYYY-MM-DD"),
+            "last_run": st.column_config.DatetimeColumn("Last run", format="YYYY-MM-DD"),
+        })
+
+    st.subheader(f"{names[dim]} against {names[dim].lower()}")
+    versions = ui.load(speedups.versions, f)
+    values = list(versions["version"]) if versions is not None else []
+    if len(values) < 2:
+        st.caption(f"Needs two {names[dim].lower()}s in the selection; found {len(values)}.")
+    else:
+        # Default: the newest (B) against the one before it (A).
+        ui.page_state("tr_a", url.version_a, values[1])
+        ui.page_state("tr_b", url.version_b, values[0])
+        for key in ("tr_a", "tr_b"):
+            if st.session_state[key] not in values:
+                st.session_state[key] = values[1] if key == "tr_a" else values[0]
+        ca, cb = st.columns(2)
+        a = ca.selectbox("Baseline (A)", values, key="tr_a")
+        b = cb.selectbox("Candidate (B)", values, key="tr_b")
+        f = f.replace(version_a=a, version_b=b)
+        table = ui.load(speedups.version_table, f)
+        if table is not None and not table.empty:
+            noise = overview.NOISE_PCT
+
+            def colour(col: pd.Series, higher_is_better: bool):
+                def one(v):
+                    if pd.isna(v) or abs(v) <= noise:
+                        return ""
+                    good = (v > 0) == higher_is_better
+                    return "background-color: #d4f4dd; color: #14532d" if good else "background-color: #fde2e1; color: #7f1d1d"
+                return [one(v) for v in col]
+
+            styled = (table.style
+                      .apply(colour, subset=["speedup_change_pct"], higher_is_better=True)
+                      .apply(colour, subset=["compile_change_pct"], higher_is_better=False)
+                      .apply(colour, subset=["memory_change_pct"], higher_is_better=True)
+                      .format({"speedup_a": "{:.3f}×", "speedup_b": "{:.3f}×", "memory_ratio_a": "{:.3f}×",
+                               "memory_ratio_b": "{:.3f}×", "compile_s_a": "{:.1f} s", "compile_s_b": "{:.1f} s",
+                               "speedup_change_pct": "{:+.1f}%", "compile_change_pct": "{:+.1f}%",
+                               "memory_change_pct": "{:+.1f}%"}, na_rep="–"))
+            st.caption(f"Green: better by more than {noise:.0f}%; red: worse by more than {noise:.0f}% "
+                       "(speedup and memory ratio: higher is better; compile time: lower is better).")
+            st.dataframe(styled, hide_index=True, width="stretch", key="tr_table", column_config={
+                "model": st.column_config.TextColumn("Model", width="medium"),
+                "speedup_a": f"Speedup A", "speedup_b": "Speedup B", "speedup_change_pct": "Speedup Δ",
+                "compile_s_a": "Compile A", "compile_s_b": "Compile B", "compile_change_pct": "Compile Δ",
+                "memory_ratio_a": "Memory ratio A", "memory_ratio_b": "Memory ratio B", "memory_change_pct": "Memory Δ",
+            })
+
+ui.set_url(f)

@@ -1,0 +1,89 @@
+"""Upload: many logs, bundles and archives at once; a result row per file."""
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from app import settings, ui
+from app.filters import Filters
+from app.queries import upload
+
+ui.page("Upload logs", require_data=False)
+st.markdown("TORCH_TRACE files (`TORCH_TRACE=dir`), TORCH_LOGS text captured from stderr, "
+            "`compilewatch collect` bundles as `.zip` / `.tar.gz`, `bench.csv`, and `.gz` logs. "
+            "Files already in the store are recognised by their SHA-256 and not stored twice.")
+
+files = st.file_uploader("Log files, bundles or archives", accept_multiple_files=True, key="up_files",
+                         type=None, help="Drag many files at once; a bundle archive carries its own manifest.")
+st.caption("Used only where a file does not say (bundles carry a manifest; loose logs usually do not):")
+c1, c2, c3 = st.columns(3)
+model = c1.text_input("Model", key="up_model", placeholder="e.g. hf_Bert")
+label = c2.text_input("Label", key="up_label", placeholder="e.g. main, pr-417, nightly")
+torch_version = c3.text_input("Torch version", key="up_torch", placeholder="e.g. 2.6.0")
+go = st.button("Ingest", key="up_go", type="primary", disabled=not files, icon=":material/upload:")
+
+if go and files:
+    from ingest.loader import ingest_paths
+
+    store = ui.get_store()
+    tmp = Path(tempfile.mkdtemp(prefix="cw-upload-"))
+    bar = st.progress(0.0, text="Starting…")
+
+    def progress(done: int, total: int, name: str) -> None:
+        frac = min(1.0, done / total) if total else 1.0
+        bar.progress(frac, text=f"{name or 'done'} · {done / 2**20:,.1f} of {total / 2**20:,.1f} MiB")
+
+    try:
+        paths = []
+        for i, up in enumerate(files):
+            # One folder per upload keeps the original name (the loader reports it) even when two collide.
+            dest = tmp / str(i) / Path(up.name).name
+            dest.parent.mkdir(parents=True)
+            with dest.open("wb") as out:
+                shutil.copyfileobj(up, out, 1 << 20)
+            paths.append(dest)
+        report = ingest_paths(store, paths, model=model.strip() or None, label=label.strip() or None,
+                              torch_version=torch_version.strip() or None, progress=progress, source="upload")
+        st.session_state["up_result"] = pd.DataFrame([{
+            "file": r.name, "kind": r.kind, "status": r.status, "run_id": r.run_id,
+            "events": r.total_records, "errors": r.errors, "duplicate": r.status == "duplicate",
+            "message": r.message} for r in report.files])
+        bar.progress(1.0, text="Done")
+    except Exception as e:  # a failure shows its cause; nothing half-stored (the loader commits per file)
+        st.error(f"**Ingest failed:** {e}", icon=":material/error:")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+result = st.session_state.get("up_result")
+if result is not None and not result.empty:
+    n = result["status"].value_counts()
+    st.success(f"{n.get('stored', 0)} stored · {n.get('partial', 0)} partial (some lines unreadable) · "
+               f"{n.get('duplicate', 0)} duplicates · {n.get('failed', 0)} failed", icon=":material/done_all:")
+    st.dataframe(result, hide_index=True, width="stretch", key="up_table", column_config={
+        "file": st.column_config.TextColumn("File", width="medium"),
+        "events": st.column_config.NumberColumn("Events stored", format="localized"),
+        "errors": st.column_config.NumberColumn("Errors", format="localized",
+                                                help="Lines that could not be parsed; listed on the run's page"),
+        "duplicate": st.column_config.CheckboxColumn("Duplicate"),
+        "message": st.column_config.TextColumn("Message", width="large"),
+    })
+    runs = [r for r in result["run_id"].dropna().unique()]
+    for r in runs[:10]:
+        st.page_link("pages/run_detail.py", label=f"Open run {r}", icon=":material/description:", query_params={"run": r})
+
+st.subheader("Recently ingested")
+recent = ui.load(upload.recent_files, Filters(limit=50))
+if recent is not None and recent.empty:
+    ui.empty_state()
+elif recent is not None:
+    st.dataframe(recent, hide_index=True, width="stretch", key="up_recent", column_config={
+        "ingested_at": st.column_config.DatetimeColumn("Ingested (UTC)", format="YYYY-MM-DD HH:mm"),
+        "size_bytes": st.column_config.NumberColumn("Size (bytes)", format="localized"),
+        "records": st.column_config.NumberColumn("Events", format="localized"),
+    })
+
+with st.expander("Settings"):
+    st.dataframe(pd.DataFrame(settings.as_rows()), hide_index=True, width="stretch", key="up_settings")
+    st.caption("Set with the environment variable, or in `.streamlit/secrets.toml` under `[compilewatch]`.")

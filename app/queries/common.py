@@ -1,0 +1,77 @@
+"""Shared SQL pieces: the filtered-runs CTE every page query starts from."""
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+
+import pandas as pd
+
+from app.filters import Filters
+
+# A run's time: when it started, or when it was ingested for loose logs that do not say.
+RUN_TIME = "coalesce(r.started_at, r.ingested_at)"
+
+# exp(avg(ln(x))) over positive values: PyTorch's dashboards geomean speedups the same way.
+def geomean(expr: str) -> str:
+    return f"exp(avg(ln(CASE WHEN {expr} > 0 THEN {expr} END)))"
+
+
+def run_where(f: Filters, *, use_time: bool = True, use_models: bool = True,
+              use_versions: bool = True) -> tuple[str, list]:
+    """WHERE clause over ``runs r`` for the global filters, and its parameters."""
+    clauses: list[str] = []
+    params: list = []
+    if use_models and f.models:
+        clauses.append("list_contains(?::VARCHAR[], r.model)")
+        params.append(list(f.models))
+    if use_versions and f.torch_versions:
+        clauses.append("list_contains(?::VARCHAR[], r.torch_version)")
+        params.append(list(f.torch_versions))
+    if f.labels:
+        clauses.append("list_contains(?::VARCHAR[], r.label)")
+        params.append(list(f.labels))
+    if use_time and f.start:
+        clauses.append(f"{RUN_TIME} >= ?")
+        params.append(datetime.combine(f.start, time.min))
+    if use_time and f.end:
+        clauses.append(f"{RUN_TIME} < ?")
+        params.append(datetime.combine(f.end + timedelta(days=1), time.min))
+    return (" AND ".join(clauses) or "TRUE"), params
+
+
+def runs_cte(f: Filters, name: str = "fr", **kw) -> tuple[str, list]:
+    """``name AS (...)``: run_id, model, torch_version, label, git_commit, run_time of the filtered runs."""
+    where, params = run_where(f, **kw)
+    sql = (f"{name} AS (SELECT r.run_id, r.model, r.torch_version, r.label, r.git_commit, "
+           f"{RUN_TIME} AS run_time FROM runs r WHERE {where})")
+    return sql, params
+
+
+def df(con, sql: str, params: list | None = None) -> pd.DataFrame:
+    """Run one query on its own cursor (connections are not thread-safe) and return a DataFrame."""
+    cur = con.cursor()
+    try:
+        return cur.execute(sql, params or []).df()
+    finally:
+        cur.close()
+
+
+def has_runs(con, f: Filters | None = None) -> pd.DataFrame:
+    """One row: runs (count over the whole store)."""
+    return df(con, "SELECT count(*) AS runs FROM runs")
+
+
+def data_bounds(con, f: Filters | None = None) -> pd.DataFrame:
+    """One row: first and last run day, run count. Used for the default time window."""
+    return df(con, f"SELECT min({RUN_TIME})::DATE AS first_day, max({RUN_TIME})::DATE AS last_day, "
+                   f"count(*) AS runs FROM runs r")
+
+
+def filter_options(con, f: Filters | None = None) -> pd.DataFrame:
+    """Distinct models, torch versions and labels for the sidebar pickers (kind, value, runs)."""
+    return df(con, """
+        SELECT 'model' AS kind, model AS value, count(*) AS runs FROM runs WHERE model IS NOT NULL GROUP BY model
+        UNION ALL
+        SELECT 'torch_version', torch_version, count(*) FROM runs WHERE torch_version IS NOT NULL GROUP BY torch_version
+        UNION ALL
+        SELECT 'label', label, count(*) FROM runs WHERE label IS NOT NULL GROUP BY label
+        ORDER BY kind, value""")

@@ -1,0 +1,140 @@
+"""Compare two runs (f.run_id vs f.run_b) or two versions (f.version_a vs f.version_b of f.dimension).
+
+Side A is the baseline, B the candidate: "new" breaks appear in B only, "fixed" in A only.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from app.filters import DIMENSIONS, Filters
+from app.queries.common import df, geomean, runs_cte
+from app.queries.hotspots import BREAK_KEY
+
+
+def mode(f: Filters) -> str:
+    return "runs" if (f.run_id and f.run_b) else "versions"
+
+
+def _sides(f: Filters) -> tuple[str, list]:
+    """``sides AS (run_id, side)`` for the two sides; per-run counts are divided by runs per side."""
+    if mode(f) == "runs":
+        return ("sides AS (SELECT run_id, CASE WHEN run_id = ? THEN 'A' ELSE 'B' END AS side "
+                "FROM runs WHERE run_id IN (?, ?))"), [f.run_id, f.run_id, f.run_b]
+    dim = f.dimension if f.dimension in DIMENSIONS else "torch_version"
+    cte, params = runs_cte(f, use_versions=dim != "torch_version")
+    return (f"{cte}, sides AS (SELECT run_id, CASE WHEN {dim} = ? THEN 'A' ELSE 'B' END AS side "
+            f"FROM fr WHERE {dim} IN (?, ?))"), params + [f.version_a, f.version_a, f.version_b]
+
+
+def _ready(f: Filters) -> bool:
+    return bool((f.run_id and f.run_b) or (f.version_a and f.version_b))
+
+
+def summary(con, f: Filters) -> pd.DataFrame:
+    """One row per side: runs, graph breaks, distinct breaks, recompiles, limit hits, geomean
+    speedup, compile time per run."""
+    if not _ready(f):
+        return pd.DataFrame(columns=["side", "runs", "graph_breaks", "distinct_breaks", "recompiles",
+                                     "limit_hits", "geomean_speedup", "compile_s_per_run"])
+    cte, params = _sides(f)
+    sql = f"""
+    WITH {cte},
+    gb AS (SELECT side, count(*) AS graph_breaks, count(DISTINCT {BREAK_KEY}) AS distinct_breaks
+           FROM graph_breaks gb JOIN sides USING (run_id) GROUP BY side),
+    rc AS (SELECT side, count(*) AS recompiles FROM recompiles JOIN sides USING (run_id) GROUP BY side),
+    lh AS (SELECT side, count(*) AS limit_hits FROM limit_hits JOIN sides USING (run_id) GROUP BY side),
+    sp AS (SELECT side, {geomean('speedup')} AS geomean_speedup FROM bench_results JOIN sides USING (run_id) GROUP BY side),
+    ct AS (SELECT side, sum(entire_frame_compile_time_s) AS compile_s FROM compiles JOIN sides USING (run_id) GROUP BY side),
+    n AS (SELECT side, count(*) AS runs FROM sides GROUP BY side)
+    SELECT n.side, n.runs, coalesce(gb.graph_breaks, 0) AS graph_breaks,
+           coalesce(gb.distinct_breaks, 0) AS distinct_breaks, coalesce(rc.recompiles, 0) AS recompiles,
+           coalesce(lh.limit_hits, 0) AS limit_hits, sp.geomean_speedup, ct.compile_s / n.runs AS compile_s_per_run
+    FROM n LEFT JOIN gb USING (side) LEFT JOIN rc USING (side) LEFT JOIN lh USING (side)
+           LEFT JOIN sp USING (side) LEFT JOIN ct USING (side)
+    ORDER BY side
+    """
+    return df(con, sql, params)
+
+
+def break_diff(con, f: Filters) -> pd.DataFrame:
+    """Per break_key: occurrences per run on each side and status new|fixed|more|fewer|same.
+    New and fixed first, then by size of change; f.limit * 4 rows at most."""
+    cols = ["status", "break_key", "gb_type", "reason", "location", "per_run_a", "per_run_b", "runs_a", "runs_b"]
+    if not _ready(f):
+        return pd.DataFrame(columns=cols)
+    cte, params = _sides(f)
+    sql = f"""
+    WITH {cte},
+    n AS (SELECT side, count(*) AS runs FROM sides GROUP BY side),
+    g AS (SELECT {BREAK_KEY} AS break_key, sides.side, gb.run_id, gb.gb_type,
+                 coalesce(gb.reason_norm, gb.reason) AS reason, gb.user_file || ':' || gb.user_line AS location
+          FROM graph_breaks gb JOIN sides USING (run_id)),
+    k AS (SELECT break_key, any_value(gb_type) AS gb_type, any_value(reason) AS reason, any_value(location) AS location,
+                 count(*) FILTER (WHERE side = 'A') AS occ_a, count(*) FILTER (WHERE side = 'B') AS occ_b,
+                 count(DISTINCT run_id) FILTER (WHERE side = 'A') AS runs_a,
+                 count(DISTINCT run_id) FILTER (WHERE side = 'B') AS runs_b
+          FROM g GROUP BY break_key),
+    p AS (SELECT k.*, occ_a / coalesce((SELECT runs FROM n WHERE side = 'A'), 1) AS per_run_a,
+                 occ_b / coalesce((SELECT runs FROM n WHERE side = 'B'), 1) AS per_run_b FROM k)
+    SELECT CASE WHEN occ_a = 0 THEN 'new' WHEN occ_b = 0 THEN 'fixed'
+                WHEN per_run_b > per_run_a THEN 'more' WHEN per_run_b < per_run_a THEN 'fewer' ELSE 'same' END AS status,
+           break_key, gb_type, reason, location, per_run_a, per_run_b, runs_a, runs_b
+    FROM p
+    ORDER BY CASE WHEN occ_a = 0 THEN 0 WHEN occ_b = 0 THEN 1 ELSE 2 END, abs(per_run_b - per_run_a) DESC, break_key
+    LIMIT ?
+    """
+    return df(con, sql, params + [int(f.limit) * 4])
+
+
+def recompile_diff(con, f: Filters) -> pd.DataFrame:
+    """Per function: recompiles and limit hits per run on each side, the change, and B's top guard category."""
+    cols = ["function", "recompiles_a", "recompiles_b", "delta", "limit_hits_a", "limit_hits_b", "top_category_b"]
+    if not _ready(f):
+        return pd.DataFrame(columns=cols)
+    cte, params = _sides(f)
+    sql = f"""
+    WITH {cte},
+    n AS (SELECT side, count(*) AS runs FROM sides GROUP BY side),
+    rc AS (SELECT coalesce(function, '?') AS function,
+                  count(*) FILTER (WHERE side = 'A') AS a, count(*) FILTER (WHERE side = 'B') AS b
+           FROM recompiles JOIN sides USING (run_id) GROUP BY 1),
+    lh AS (SELECT coalesce(function, '?') AS function,
+                  count(*) FILTER (WHERE side = 'A') AS la, count(*) FILTER (WHERE side = 'B') AS lb
+           FROM limit_hits JOIN sides USING (run_id) GROUP BY 1),
+    gf AS (SELECT coalesce(function, '?') AS function, mode(category) AS top_category_b
+           FROM guard_failures JOIN sides USING (run_id) WHERE side = 'B' GROUP BY 1),
+    na AS (SELECT coalesce((SELECT runs FROM n WHERE side = 'A'), 1) AS ra,
+                  coalesce((SELECT runs FROM n WHERE side = 'B'), 1) AS rb)
+    SELECT function, coalesce(a, 0) / ra AS recompiles_a, coalesce(b, 0) / rb AS recompiles_b,
+           coalesce(b, 0) / rb - coalesce(a, 0) / ra AS delta,
+           coalesce(la, 0) / ra AS limit_hits_a, coalesce(lb, 0) / rb AS limit_hits_b, top_category_b
+    FROM rc FULL JOIN lh USING (function) LEFT JOIN gf USING (function), na
+    ORDER BY abs(delta) DESC, function LIMIT ?
+    """
+    return df(con, sql, params + [int(f.limit)])
+
+
+def speedup_diff(con, f: Filters) -> pd.DataFrame:
+    """Per model: geomean speedup, compile latency and memory ratio on each side and the change in %."""
+    cols = ["model", "speedup_a", "speedup_b", "speedup_change_pct", "compile_s_a", "compile_s_b",
+            "memory_ratio_a", "memory_ratio_b"]
+    if not _ready(f):
+        return pd.DataFrame(columns=cols)
+    cte, params = _sides(f)
+    sql = f"""
+    WITH {cte},
+    b AS (SELECT coalesce(b.model, r.model) AS model, sides.side, b.speedup, b.compilation_latency_s, b.compression_ratio
+          FROM bench_results b JOIN sides USING (run_id) JOIN runs r USING (run_id)),
+    m AS (SELECT model,
+                 {geomean("CASE WHEN side = 'A' THEN speedup END")} AS speedup_a,
+                 {geomean("CASE WHEN side = 'B' THEN speedup END")} AS speedup_b,
+                 avg(compilation_latency_s) FILTER (WHERE side = 'A') AS compile_s_a,
+                 avg(compilation_latency_s) FILTER (WHERE side = 'B') AS compile_s_b,
+                 {geomean("CASE WHEN side = 'A' THEN compression_ratio END")} AS memory_ratio_a,
+                 {geomean("CASE WHEN side = 'B' THEN compression_ratio END")} AS memory_ratio_b
+          FROM b GROUP BY model)
+    SELECT model, speedup_a, speedup_b, 100 * (speedup_b / speedup_a - 1) AS speedup_change_pct,
+           compile_s_a, compile_s_b, memory_ratio_a, memory_ratio_b
+    FROM m ORDER BY abs(speedup_change_pct) DESC NULLS LAST, model LIMIT 500
+    """
+    return df(con, sql, params)

@@ -1,0 +1,109 @@
+"""Graph-break hotspots: breaks grouped by break_key across the filtered runs."""
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+
+import pandas as pd
+
+from app.filters import Filters
+from app.queries.common import df, runs_cte
+
+# The grouping key; parsers fill break_key, the fallback keeps rows from an older parser grouped too.
+BREAK_KEY = ("coalesce(gb.break_key, concat_ws(' | ', gb.gb_type, gb.reason_norm, "
+             "gb.user_file || ':' || gb.user_line))")
+
+
+def new_since(f: Filters) -> datetime:
+    """A break is "new this week" when first seen (ever) in the 7 days ending at the window's end."""
+    end = f.end or date.today()
+    return datetime.combine(end - timedelta(days=6), time.min)
+
+
+def hotspots(con, f: Filters) -> pd.DataFrame:
+    """One row per break_key: occurrences, runs, models, first/last seen, torch versions,
+    explanation, hints, an example user stack, new_this_week. Most frequent first, f.limit rows;
+    f.search narrows to breaks whose type, reason or file contains it, f.only_new to new ones."""
+    cte, params = runs_cte(f)
+    search = ""
+    if f.search:
+        search = ("WHERE concat_ws(' ', gb.gb_type, gb.reason, gb.user_file, gb.user_function, gb.gb_code) "
+                  "ILIKE '%' || ? || '%'")
+        params = params + [f.search]
+    sql = f"""
+    WITH {cte},
+    g AS (
+        SELECT {BREAK_KEY} AS break_key, gb.run_id, gb.gb_type, gb.gb_code, gb.reason, gb.reason_norm,
+               gb.explanation, gb.hints, gb.user_file, gb.user_line, gb.user_function, gb.user_stack,
+               fr.model, fr.torch_version, fr.run_time
+        FROM graph_breaks gb JOIN fr USING (run_id) {search}
+    ),
+    agg AS (
+        SELECT break_key,
+               count(*) AS occurrences,
+               count(DISTINCT run_id) AS runs,
+               count(DISTINCT model) AS models,
+               min(run_time) AS first_seen,
+               max(run_time) AS last_seen,
+               string_agg(DISTINCT torch_version, ', ' ORDER BY torch_version) AS torch_versions,
+               string_agg(DISTINCT model, ', ' ORDER BY model) AS model_list,
+               any_value(gb_type) AS gb_type,
+               any_value(gb_code) AS gb_code,
+               arg_max(coalesce(reason_norm, reason), run_time) AS reason,
+               any_value(explanation) AS explanation,
+               any_value(hints) AS hints,
+               any_value(user_file) AS user_file,
+               any_value(user_line) AS user_line,
+               any_value(user_function) AS user_function,
+               arg_max(user_stack, run_time) FILTER (WHERE user_stack IS NOT NULL) AS example_stack
+        FROM g GROUP BY break_key
+    ),
+    ever AS (
+        SELECT {BREAK_KEY} AS break_key, min(coalesce(r.started_at, r.ingested_at)) AS first_seen_ever
+        FROM graph_breaks gb JOIN runs r USING (run_id)
+        WHERE {BREAK_KEY} IN (SELECT break_key FROM agg)
+        GROUP BY 1
+    )
+    SELECT agg.*, ever.first_seen_ever, ever.first_seen_ever >= ? AS new_this_week
+    FROM agg LEFT JOIN ever USING (break_key)
+    WHERE NOT ? OR ever.first_seen_ever >= ?
+    ORDER BY occurrences DESC, break_key
+    LIMIT ?
+    """
+    since = new_since(f)
+    return df(con, sql, params + [since, bool(f.only_new), since, int(f.limit)])
+
+
+def hotspot_trend(con, f: Filters, top: int = 8) -> pd.DataFrame:
+    """Occurrences per week (day when the window is shorter than 3 weeks) for the top breaks; the
+    rest summed as "other". Columns: period, break_key, label, occurrences."""
+    cte, params = runs_cte(f)
+    grain = "day" if f.window_days() <= 21 and f.start else "week"
+    sql = f"""
+    WITH {cte},
+    g AS (SELECT {BREAK_KEY} AS break_key, gb.gb_type, date_trunc('{grain}', fr.run_time) AS period
+          FROM graph_breaks gb JOIN fr USING (run_id)),
+    topk AS (SELECT break_key, any_value(gb_type) AS gb_type FROM g GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT ?)
+    SELECT g.period,
+           coalesce(topk.break_key, 'other') AS break_key,
+           coalesce(left(coalesce(topk.gb_type, topk.break_key), 60), 'other breaks') AS label,
+           count(*) AS occurrences
+    FROM g LEFT JOIN topk USING (break_key)
+    GROUP BY ALL ORDER BY period, occurrences DESC
+    """
+    return df(con, sql, params + [top])
+
+
+def hotspot_runs(con, f: Filters) -> pd.DataFrame:
+    """The runs where f.break_key occurred: newest first, with counts and an example compile_id."""
+    if not f.break_key:
+        return pd.DataFrame(columns=["run_id", "model", "torch_version", "label", "run_time", "occurrences", "compile_ids"])
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte}
+    SELECT fr.run_id, fr.model, fr.torch_version, fr.label, fr.run_time, count(*) AS occurrences,
+           string_agg(DISTINCT gb.compile_id, ', ') AS compile_ids
+    FROM graph_breaks gb JOIN fr USING (run_id)
+    WHERE {BREAK_KEY} = ?
+    GROUP BY ALL ORDER BY fr.run_time DESC LIMIT 200
+    """
+    return df(con, sql, params + [f.break_key])

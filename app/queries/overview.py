@@ -1,0 +1,116 @@
+"""Weekly review: this window against the one before, and what moved."""
+from __future__ import annotations
+
+from datetime import datetime, time
+
+import pandas as pd
+
+from app.filters import Filters
+from app.queries.common import RUN_TIME, df, geomean, run_where
+
+# metric -> (label, which direction is better, unit)
+METRICS = {
+    "runs": ("Runs", None, ""),
+    "models": ("Models", None, ""),
+    "geomean_speedup": ("Geomean speedup", "higher", "×"),
+    "graph_breaks": ("Graph breaks", "lower", ""),
+    "recompiles": ("Recompiles", "lower", ""),
+    "compile_time_s": ("Compile time", "lower", "s"),
+}
+# Changes inside ±5% are noise, as on PyTorch's HUD.
+NOISE_PCT = 5.0
+
+
+def _per_run_cte(f: Filters) -> tuple[str, list]:
+    """Runs of the current and previous window with their per-run totals, tagged win = current|previous."""
+    prev = f.previous_window()
+    both = f.replace(start=prev.start if f.end else f.start)
+    where, params = run_where(both)
+    cur_start = datetime.combine(f.start, time.min) if f.start else datetime(1970, 1, 1)
+    sql = f"""
+    w AS (SELECT r.run_id, r.model, CASE WHEN {RUN_TIME} >= ? THEN 'current' ELSE 'previous' END AS win
+          FROM runs r WHERE {where}),
+    gb AS (SELECT run_id, count(*) AS n FROM graph_breaks WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
+    rc AS (SELECT run_id, count(*) AS n FROM recompiles WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
+    ct AS (SELECT run_id, sum(entire_frame_compile_time_s) AS s FROM compiles
+           WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
+    sp AS (SELECT b.run_id, coalesce(b.model, w.model) AS model, {geomean('b.speedup')} AS g
+           FROM bench_results b JOIN w USING (run_id) GROUP BY ALL),
+    pr AS (SELECT w.run_id, w.model, w.win, coalesce(gb.n, 0) AS breaks, coalesce(rc.n, 0) AS recompiles,
+                  ct.s AS compile_s
+           FROM w LEFT JOIN gb USING (run_id) LEFT JOIN rc USING (run_id) LEFT JOIN ct USING (run_id))
+    """
+    return sql, [cur_start] + params
+
+
+def kpis(con, f: Filters) -> pd.DataFrame:
+    """One row per metric: label, current, previous, change_pct, better (higher|lower|None), unit."""
+    cte, params = _per_run_cte(f)
+    sql = f"""
+    WITH {cte},
+    spm AS (SELECT w.win, sp.model, {geomean('sp.g')} AS g FROM sp JOIN w USING (run_id) GROUP BY ALL),
+    spw AS (SELECT win, {geomean('g')} AS geomean_speedup FROM spm GROUP BY win),
+    agg AS (SELECT win, count(*) AS runs, count(DISTINCT model) AS models, sum(breaks) AS graph_breaks,
+                   sum(recompiles) AS recompiles, sum(compile_s) AS compile_time_s
+            FROM pr GROUP BY win)
+    SELECT win, runs, models, spw.geomean_speedup, graph_breaks, recompiles, compile_time_s
+    FROM agg LEFT JOIN spw USING (win)
+    """
+    wide = df(con, sql, params).set_index("win")
+    rows = []
+    for key, (label, better, unit) in METRICS.items():
+        cur = wide.at["current", key] if "current" in wide.index else None
+        prev = wide.at["previous", key] if "previous" in wide.index else None
+        cur = None if pd.isna(cur) else float(cur)
+        prev = None if pd.isna(prev) else float(prev)
+        change = 100.0 * (cur / prev - 1) if cur is not None and prev not in (None, 0.0) else None
+        rows.append({"metric": key, "label": label, "current": cur, "previous": prev,
+                     "change_pct": change, "better": better, "unit": unit})
+    return pd.DataFrame(rows)
+
+
+def movers(con, f: Filters) -> pd.DataFrame:
+    """Per model and metric, the change between the previous and current window beyond ±5%:
+    model, metric, previous, current, change_pct, verdict (worse|better). Per-run averages, so a
+    busier week is not a worse one. Biggest moves first."""
+    cte, params = _per_run_cte(f)
+    sql = f"""
+    WITH {cte},
+    m AS (SELECT pr.model, pr.win, avg(breaks) AS breaks_per_run, avg(recompiles) AS recompiles_per_run,
+                 avg(compile_s) AS compile_s_per_run
+          FROM pr WHERE model IS NOT NULL GROUP BY ALL),
+    s AS (SELECT sp.model, w.win, {geomean('sp.g')} AS speedup FROM sp JOIN w USING (run_id)
+          WHERE sp.model IS NOT NULL GROUP BY ALL),
+    j AS (SELECT coalesce(m.model, s.model) AS model, coalesce(m.win, s.win) AS win, s.speedup,
+                 m.breaks_per_run, m.recompiles_per_run, m.compile_s_per_run
+          FROM m FULL JOIN s ON m.model = s.model AND m.win = s.win),
+    l AS (UNPIVOT j ON speedup, breaks_per_run, recompiles_per_run, compile_s_per_run INTO NAME metric VALUE v),
+    p AS (PIVOT l ON win IN ('previous', 'current') USING any_value(v) GROUP BY model, metric)
+    SELECT model, metric, previous, current,
+           CASE WHEN previous = 0 AND current > 0 THEN 100.0
+                WHEN previous > 0 THEN 100.0 * (current / previous - 1) END AS change_pct
+    FROM p WHERE previous IS NOT NULL AND current IS NOT NULL
+    """
+    out = df(con, sql, params)
+    if out.empty:
+        return out.assign(verdict=pd.Series(dtype="object"))
+    out = out[out["change_pct"].abs() > NOISE_PCT].copy()
+    higher_better = out["metric"].eq("speedup")
+    up = out["change_pct"] > 0
+    out["verdict"] = (up == higher_better).map({True: "better", False: "worse"})
+    out["metric"] = out["metric"].map({"speedup": "speedup (geomean)", "breaks_per_run": "graph breaks / run",
+                                       "recompiles_per_run": "recompiles / run",
+                                       "compile_s_per_run": "compile time / run (s)"})
+    return out.reindex(out["change_pct"].abs().sort_values(ascending=False).index).reset_index(drop=True)
+
+
+def daily(con, f: Filters) -> pd.DataFrame:
+    """Per day of the current and previous window: runs, graph breaks, recompiles."""
+    cte, params = _per_run_cte(f)
+    sql = f"""
+    WITH {cte}
+    SELECT date_trunc('day', {RUN_TIME}) AS day, pr.win, count(*) AS runs, sum(pr.breaks) AS graph_breaks,
+           sum(pr.recompiles) AS recompiles
+    FROM pr JOIN runs r USING (run_id) GROUP BY ALL ORDER BY day
+    """
+    return df(con, sql, params)

@@ -1,0 +1,136 @@
+"""Recompile storms: recompiles per run and function, storms flagged, guard failures ranked."""
+from __future__ import annotations
+
+import pandas as pd
+
+from app.filters import Filters
+from app.hints import guard_hint
+from app.queries.common import df, runs_cte
+
+# A storm: the recompile limit was hit, or one function recompiled at least MANY times in a run
+# (torch's default recompile_limit is 8), or BURST recompiles landed within one minute.
+MANY_RECOMPILES = 8
+BURST_PER_MINUTE = 5
+
+
+def storms(con, f: Filters) -> pd.DataFrame:
+    """One row per (run, function): recompiles, limit hits, the worst one-minute burst, the top
+    guard-failure category, storm flag and why. Storms first, then most recompiles; f.limit rows."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte},
+    rc AS (SELECT rc.run_id, coalesce(rc.function, '?') AS function, rc.file, rc.line, rc.ts
+           FROM recompiles rc JOIN fr USING (run_id)),
+    per AS (SELECT run_id, function, any_value(file) AS file, any_value(line) AS line,
+                   count(*) AS recompiles, min(ts) AS first_ts, max(ts) AS last_ts
+            FROM rc GROUP BY ALL),
+    burst AS (SELECT run_id, function, max(n) AS burst
+              FROM (SELECT run_id, function, floor(ts / 60) AS minute, count(*) AS n
+                    FROM rc WHERE ts IS NOT NULL GROUP BY ALL)
+              GROUP BY ALL),
+    lh AS (SELECT lh.run_id, coalesce(lh.function, '?') AS function, count(*) AS limit_hits,
+                  any_value(lh.limit_name) AS limit_name, any_value(lh.file) AS file, any_value(lh.line) AS line
+           FROM limit_hits lh JOIN fr USING (run_id) GROUP BY ALL),
+    gf AS (SELECT g.run_id, coalesce(g.function, '?') AS function, mode(g.category) AS top_category,
+                  count(*) AS guard_failures
+           FROM guard_failures g JOIN fr USING (run_id) GROUP BY ALL),
+    j AS (SELECT run_id, function,
+                 coalesce(per.file, lh.file) AS file, coalesce(per.line, lh.line) AS line,
+                 coalesce(per.recompiles, 0) AS recompiles, coalesce(lh.limit_hits, 0) AS limit_hits,
+                 lh.limit_name, coalesce(burst.burst, 0) AS burst, per.first_ts, per.last_ts
+          FROM per FULL JOIN lh USING (run_id, function) LEFT JOIN burst USING (run_id, function))
+    SELECT j.run_id, fr.model, fr.torch_version, fr.run_time, j.function, j.file, j.line,
+           j.recompiles, j.limit_hits, j.limit_name, j.burst,
+           j.last_ts - j.first_ts AS span_s,
+           gf.top_category, coalesce(gf.guard_failures, 0) AS guard_failures,
+           (j.limit_hits > 0 OR j.recompiles >= ? OR j.burst >= ?) AS storm,
+           concat_ws('; ',
+               CASE WHEN j.limit_hits > 0 THEN 'hit ' || coalesce(j.limit_name, 'the recompile limit') END,
+               CASE WHEN j.recompiles >= ? THEN j.recompiles || ' recompiles' END,
+               CASE WHEN j.burst >= ? THEN j.burst || ' within a minute' END) AS why
+    FROM j JOIN fr USING (run_id) LEFT JOIN gf USING (run_id, function)
+    ORDER BY storm DESC, limit_hits DESC, recompiles DESC, run_time DESC
+    LIMIT ?
+    """
+    extra = [MANY_RECOMPILES, BURST_PER_MINUTE, MANY_RECOMPILES, BURST_PER_MINUTE, int(f.limit)]
+    return df(con, sql, params + extra)
+
+
+def storm_run(con, f: Filters) -> str | None:
+    """f.run_id, else the filtered run with the most recompiles (the timeline's default)."""
+    if f.run_id:
+        return f.run_id
+    cte, params = runs_cte(f)
+    row = df(con, f"WITH {cte} SELECT rc.run_id FROM recompiles rc JOIN fr USING (run_id) "
+                  f"GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1", params)
+    return None if row.empty else str(row.iloc[0, 0])
+
+
+def timeline(con, f: Filters) -> pd.DataFrame:
+    """Every recompile of one run (f.run_id, else the stormiest filtered run), in order: function,
+    seconds since the run's first recompile (t_s; null when the log has no timestamps), seq,
+    cumulative count per function, and the first guard failure's category. At most 5,000 rows."""
+    run_id = storm_run(con, f)
+    if run_id is None:
+        return pd.DataFrame(columns=["run_id", "function", "seq", "t_s", "cumulative", "category", "reason", "compile_id"])
+    sql = """
+    WITH rc AS (SELECT * FROM recompiles WHERE run_id = ?),
+    g AS (SELECT file_id, recompile_no, arg_min(category, line_no) AS category
+          FROM guard_failures WHERE run_id = ? GROUP BY ALL)
+    SELECT rc.run_id, coalesce(rc.function, '?') AS function, rc.compile_id,
+           row_number() OVER (ORDER BY rc.ts NULLS LAST, rc.file_id, rc.recompile_no, rc.line_no) AS seq,
+           rc.ts - min(rc.ts) OVER () AS t_s,
+           row_number() OVER (PARTITION BY coalesce(rc.function, '?')
+                              ORDER BY rc.ts NULLS LAST, rc.file_id, rc.recompile_no, rc.line_no) AS cumulative,
+           coalesce(g.category, 'unknown') AS category, left(rc.reason, 300) AS reason
+    FROM rc LEFT JOIN g USING (file_id, recompile_no)
+    ORDER BY seq LIMIT 5000
+    """
+    return df(con, sql, [run_id, run_id])
+
+
+def recompiles_per_day(con, f: Filters) -> pd.DataFrame:
+    """Recompiles per day over the filtered runs, split by guard category of the first failure."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte},
+    g AS (SELECT gf.run_id, gf.file_id, gf.recompile_no, arg_min(gf.category, gf.line_no) AS category
+          FROM guard_failures gf JOIN fr USING (run_id) GROUP BY ALL)
+    SELECT date_trunc('day', fr.run_time) AS day, coalesce(g.category, 'unknown') AS category, count(*) AS recompiles
+    FROM recompiles rc JOIN fr USING (run_id) LEFT JOIN g USING (run_id, file_id, recompile_no)
+    GROUP BY ALL ORDER BY day, recompiles DESC
+    """
+    return df(con, sql, params)
+
+
+def guard_categories(con, f: Filters) -> pd.DataFrame:
+    """Guard-failure categories ranked by failures: runs and functions affected, the most common
+    guard (guard_key) with an example raw guard, and a fix hint."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte},
+    g AS (SELECT coalesce(gf.category, 'other') AS category, gf.run_id, gf.function, gf.guard_key, gf.raw
+          FROM guard_failures gf JOIN fr USING (run_id))
+    SELECT category, count(*) AS failures, count(DISTINCT run_id) AS runs,
+           count(DISTINCT function) AS functions,
+           mode(guard_key) AS top_guard, any_value(left(raw, 300)) AS example
+    FROM g GROUP BY category ORDER BY failures DESC LIMIT 20
+    """
+    out = df(con, sql, params)
+    out["hint"] = [guard_hint(c) for c in out["category"]]
+    return out
+
+
+def top_guards(con, f: Filters) -> pd.DataFrame:
+    """The guards that fail most (grouped by number-free guard_key), with where and an example."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte}
+    SELECT coalesce(gf.guard_key, left(gf.raw, 120)) AS guard, any_value(gf.category) AS category,
+           any_value(gf.source_name) AS source_name, count(*) AS failures,
+           count(DISTINCT gf.run_id) AS runs, string_agg(DISTINCT gf.function, ', ') AS functions,
+           any_value(gf.expected) AS expected, any_value(gf.actual) AS actual
+    FROM guard_failures gf JOIN fr USING (run_id)
+    GROUP BY 1 ORDER BY failures DESC LIMIT ?
+    """
+    return df(con, sql, params + [int(f.limit)])

@@ -1,0 +1,148 @@
+"""One run (f.run_id): manifest, compiles, phases, breaks, recompiles, step times, errors, files."""
+from __future__ import annotations
+
+import pandas as pd
+
+from app.filters import Filters
+from app.queries.common import RUN_TIME, df, runs_cte
+from app.queries.hotspots import BREAK_KEY
+
+
+def runs_list(con, f: Filters) -> pd.DataFrame:
+    """Filtered runs for the picker, newest first (500 at most), with event counts."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte}
+    SELECT fr.run_id, fr.model, fr.label, fr.torch_version, fr.run_time
+    FROM fr ORDER BY fr.run_time DESC NULLS LAST, fr.run_id LIMIT 500
+    """
+    return df(con, sql, params)
+
+
+def _one(con, sql: str, f: Filters, extra: list | None = None) -> pd.DataFrame:
+    return df(con, sql, [f.run_id] + (extra or []))
+
+
+def manifest(con, f: Filters) -> pd.DataFrame:
+    """The run's row of runs (manifest_json included) and its event counts."""
+    return _one(con, f"""
+    SELECT r.*, {RUN_TIME} AS run_time,
+           (SELECT count(*) FROM compiles WHERE run_id = r.run_id) AS compiles,
+           (SELECT count(*) FROM graph_breaks WHERE run_id = r.run_id) AS graph_breaks,
+           (SELECT count(*) FROM recompiles WHERE run_id = r.run_id) AS recompiles,
+           (SELECT count(*) FROM limit_hits WHERE run_id = r.run_id) AS limit_hits,
+           (SELECT count(*) FROM ingest_errors WHERE run_id = r.run_id) AS ingest_errors
+    FROM runs r WHERE r.run_id = ?""", f)
+
+
+def compiles(con, f: Filters) -> pd.DataFrame:
+    """Compile ids in start order with their compilation metrics (2,000 at most)."""
+    return _one(con, """
+    SELECT compile_id, rank, co_name, co_filename || ':' || co_firstlineno AS code,
+           entire_frame_compile_time_s, backend_compile_time_s, inductor_compile_time_s, code_gen_time_s,
+           guard_count, shape_env_guard_count, graph_op_count, graph_node_count, graph_input_count,
+           cache_size, is_recompile, recompile_reason, fail_type, fail_reason,
+           make_timestamp(CAST(start_time * 1e6 AS BIGINT)) AS started
+    FROM compiles WHERE run_id = ?
+    ORDER BY start_time NULLS LAST, frame_id, frame_compile_id, attempt LIMIT 2000""", f)
+
+
+def phases(con, f: Filters) -> pd.DataFrame:
+    """Compile phases as intervals (ms since the first phase): compile_id, name, start_ms, end_ms,
+    duration_ms. The 1,500 longest when there are more."""
+    return _one(con, """
+    WITH p AS (SELECT compile_id, rank, name, start_us, duration_us FROM compile_phases
+               WHERE run_id = ? AND start_us IS NOT NULL ORDER BY duration_us DESC NULLS LAST LIMIT 1500),
+    z AS (SELECT min(start_us) AS t0 FROM p)
+    SELECT coalesce(compile_id, '-') AS compile_id, rank, name,
+           (start_us - z.t0) / 1000.0 AS start_ms,
+           (start_us - z.t0 + coalesce(duration_us, 0)) / 1000.0 AS end_ms,
+           duration_us / 1000.0 AS duration_ms
+    FROM p, z ORDER BY start_ms""", f)
+
+
+def phase_totals(con, f: Filters) -> pd.DataFrame:
+    """Total time per phase name across the run's compiles."""
+    return _one(con, """
+    SELECT name, count(*) AS count, sum(duration_us) / 1e6 AS total_s, max(duration_us) / 1e6 AS max_s
+    FROM compile_phases WHERE run_id = ? GROUP BY name ORDER BY total_s DESC NULLS LAST LIMIT 100""", f)
+
+
+def breaks(con, f: Filters) -> pd.DataFrame:
+    """The run's graph breaks grouped by break_key (500 at most)."""
+    return _one(con, f"""
+    SELECT {BREAK_KEY} AS break_key, count(*) AS occurrences, any_value(gb.gb_type) AS gb_type,
+           any_value(coalesce(gb.reason_norm, gb.reason)) AS reason,
+           any_value(gb.user_file || ':' || gb.user_line) AS location,
+           string_agg(DISTINCT gb.compile_id, ', ') AS compile_ids,
+           any_value(gb.explanation) AS explanation, any_value(gb.hints) AS hints,
+           any_value(gb.user_stack) AS user_stack, min(gb.line_no) AS first_line
+    FROM graph_breaks gb WHERE gb.run_id = ?
+    GROUP BY 1 ORDER BY occurrences DESC LIMIT 500""", f)
+
+
+def recompiles(con, f: Filters) -> pd.DataFrame:
+    """The run's recompiles in order with the first guard failure's category (1,000 at most)."""
+    return _one(con, """
+    WITH g AS (SELECT file_id, recompile_no, arg_min(category, line_no) AS category,
+                      arg_min(raw, line_no) AS guard
+               FROM guard_failures WHERE run_id = ? GROUP BY ALL)
+    SELECT rc.recompile_no, rc.compile_id, rc.function, rc.file || ':' || rc.line AS location,
+           make_timestamp(CAST(rc.ts * 1e6 AS BIGINT)) AS at, g.category, coalesce(g.guard, rc.reason) AS guard, rc.line_no
+    FROM recompiles rc LEFT JOIN g USING (file_id, recompile_no)
+    WHERE rc.run_id = ?
+    ORDER BY rc.ts NULLS LAST, rc.file_id, rc.recompile_no LIMIT 1000""", f, [f.run_id])
+
+
+def limit_hits(con, f: Filters) -> pd.DataFrame:
+    return _one(con, """
+    SELECT compile_id, limit_name, limit_value, function, file || ':' || line AS location, reason
+    FROM limit_hits WHERE run_id = ? ORDER BY line_no LIMIT 200""", f)
+
+
+def step_summary(con, f: Filters) -> pd.DataFrame:
+    """Step times per callable, mode and phase: steps, median, p90, min, max (ms), peak memory."""
+    return _one(con, """
+    SELECT callable, mode, phase, count(*) AS steps, median(duration_ms) AS median_ms,
+           quantile_cont(duration_ms, 0.9) AS p90_ms, min(duration_ms) AS min_ms, max(duration_ms) AS max_ms,
+           max(peak_mem_bytes) / 2^30 AS peak_mem_gib
+    FROM step_timings WHERE run_id = ?
+    GROUP BY callable, mode, phase ORDER BY callable, mode,
+        CASE phase WHEN 'compile' THEN 0 WHEN 'warmup' THEN 1 WHEN 'steady' THEN 2 ELSE 3 END LIMIT 200""", f)
+
+
+def step_series(con, f: Filters) -> pd.DataFrame:
+    """Step times for the chart: callable, mode, step, phase, duration_ms (5,000 points at most)."""
+    return _one(con, """
+    SELECT callable, mode, step, phase, duration_ms FROM step_timings
+    WHERE run_id = ? ORDER BY step LIMIT 5000""", f)
+
+
+def bench(con, f: Filters) -> pd.DataFrame:
+    return _one(con, """
+    SELECT model, mode, task, device, batch_size, speedup, abs_latency_ms, eager_latency_ms,
+           compilation_latency_s, compression_ratio, eager_peak_mem_gb, dynamo_peak_mem_gb,
+           graph_breaks, unique_graphs, recompiles, accuracy
+    FROM bench_results WHERE run_id = ? ORDER BY model LIMIT 500""", f)
+
+
+def errors_summary(con, f: Filters) -> pd.DataFrame:
+    """Ingest errors per file and kind: count, first line, an example message."""
+    return _one(con, """
+    SELECT original_name, kind, count(*) AS errors, min(line_no) AS first_line,
+           any_value(message) AS example
+    FROM ingest_errors WHERE run_id = ? GROUP BY ALL ORDER BY errors DESC LIMIT 200""", f)
+
+
+def errors(con, f: Filters) -> pd.DataFrame:
+    return _one(con, """
+    SELECT original_name, line_no, kind, message, excerpt FROM ingest_errors
+    WHERE run_id = ? ORDER BY original_name, line_no LIMIT 500""", f)
+
+
+def files(con, f: Filters) -> pd.DataFrame:
+    """The run's ingested files: name, kind, status, size, records, errors, stored_path (under the store folder)."""
+    return _one(con, """
+    SELECT file_id, original_name, kind, status, size_bytes, records, errors, parser_version,
+           stored_path, sha256, ingested_at
+    FROM files WHERE run_id = ? ORDER BY file_id LIMIT 500""", f)

@@ -1,0 +1,47 @@
+"""Fixtures for dashboard tests: a store filled by the fixture builder, an empty store, and an
+AppTest factory pointed at either through COMPILEWATCH_DB (sample_logs bootstrap switched off)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingest.store import Store
+import fixture_db
+
+MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+
+
+@pytest.fixture(scope="session")
+def team_db(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("team") / "compilewatch.duckdb"
+    fixture_db.build(Store.open(path))
+    return path
+
+
+@pytest.fixture
+def empty_db(tmp_path) -> Path:
+    path = tmp_path / "empty" / "compilewatch.duckdb"
+    Store.open(path)
+    return path
+
+
+@pytest.fixture
+def app_at(monkeypatch):
+    """app_at(db_path, page=None, **query) -> an AppTest that has run the page once."""
+    from streamlit.testing.v1 import AppTest
+
+    def make(db: Path, page: str | None = None, query: dict | None = None, timeout: float = 60):
+        monkeypatch.setenv("COMPILEWATCH_DB", str(db))
+        monkeypatch.setenv("COMPILEWATCH_BOOTSTRAP", "0")
+        at = AppTest.from_file(MAIN, default_timeout=timeout)
+        at.run()
+        if page:
+            at.query_params.clear()  # the sidebar navigation drops the query string too
+            at.switch_page(page)
+        for k, v in (query or {}).items():
+            at.query_params[k] = v
+        at.run()
+        return at
+
+    return make

@@ -262,6 +262,7 @@ def _classify_tensor(src: str, what: str, rest: str) -> dict:
 _PATH_LINE = re.compile(
     r"""(?:File\s+)?["']?(?P<path>(?:[A-Za-z]:)?[\w.~<>-]*[\\/][^\s"',:()]*|[\w.<>-]+\.py)["']?"""
     r"""(?:(?:,\s*line\s+|:)\d+)?""")
+_URL = re.compile(r"https?://\S+")
 _OBJ_REPR = re.compile(r"<(?P<name>[\w.]+(?: [\w.]+)*?) (?:object )?at 0x[0-9a-fA-F]+>")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
 _SYMBOL = re.compile(r"\b[suc]\d+\b")
@@ -277,7 +278,9 @@ def normalize_reason(text: str | None) -> str:
     reprs, symbolic sizes (s0, u1) and numbers replaced, whitespace collapsed."""
     if not text:
         return ""
-    s = _OBJ_REPR.sub(lambda m: f"<{m.group('name')}>", text)
+    # a URL keeps only its last segment (the gbNNNN page of a graph break type is stable)
+    s = _URL.sub(lambda m: "<url " + m.group(0).rstrip("/.").rsplit("/", 1)[-1] + ">", text)
+    s = _OBJ_REPR.sub(lambda m: f"<{m.group('name')}>", s)
     s = _HEX.sub("0x?", s)
     s = _PATH_LINE.sub(lambda m: _basename(m.group("path")), s)
     s = _SYMBOL.sub("s?", s)

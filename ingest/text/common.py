@@ -4,14 +4,14 @@ from __future__ import annotations
 import re
 
 # '  File "/path/x.py", line 12, in forward'  (traceback.format_list); Windows paths too
-FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<fn>.*))?$')
+FRAME = re.compile(r'File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<fn>\S+))?\s*$')
 
 
 def frames(lines) -> list[tuple[str, int, str | None]]:
     out = []
     for ln in lines:
         if "File \"" in ln:
-            m = FRAME.match(ln)
+            m = FRAME.search(ln)
             if m:
                 out.append((m.group("file"), int(m.group("line")), m.group("fn")))
     return out

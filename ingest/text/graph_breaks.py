@@ -29,7 +29,9 @@ _SECTION_END = ("User code traceback:", "Stack variable source attribution:")
 
 
 def starts(msg: str) -> bool:
-    return msg.startswith("Graph break")
+    # not bare "Graph break": 2.7+ gb_types such as "Graph break under GenericContextWrappingVariable"
+    # appear as lines inside a reason
+    return msg.startswith(("Graph break: ", "Graph break in user code at ", "Graph break ("))
 
 
 def parse(rec, ctx, sink) -> None:
@@ -42,6 +44,8 @@ def parse(rec, ctx, sink) -> None:
     if m:
         user_file, user_line = m.group("file"), int(m.group("line"))
         reason_lines, rest = _reason_block(lines[1:])
+        if "User code traceback:" in rest:
+            rest = rest[rest.index("User code traceback:") + 1:]
         fr = frames(_before_traceback(rest))
         reason = "\n".join(reason_lines).strip() or _exception_reason(rest)
     elif head.startswith("Graph break: torch.compile cannot properly resume"):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+import ast
+
 from .common import base_row
 
 _HEAD = re.compile(r"^torch\.?_?dynamo hit (?:config\.)?(?P<name>\w+) \((?P<value>\d+)\)")
@@ -37,8 +39,21 @@ def parse(rec, ctx, sink) -> None:
             continue
         r = _REASON.match(ln)
         if r and reason is None:
-            reason = r.group("reason").strip()
+            reason = _unlist(r.group("reason").strip())
     row = base_row(rec)
     row.update(limit_name=m.group("name"), limit_value=int(m.group("value")),
                function=fn, file=file, line=line, reason=reason)
     sink.row("limit_hits", row)
+
+
+def _unlist(reason: str) -> str:
+    """2.0 printed ``reasons:  ["..."]``: keep the (last) reason itself."""
+    if reason.startswith("[") and reason.endswith("]"):
+        try:
+            items = ast.literal_eval(reason)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return reason
+        if isinstance(items, list) and items:
+            last = items[-1]
+            return str(last[-1] if isinstance(last, list) and last else last)
+    return reason

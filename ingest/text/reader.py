@@ -28,10 +28,14 @@ _OLD = re.compile(
     r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])? (?P<logger>[\w.]+): \[(?P<level>[A-Z]+)\](?: |$)")
 _RANK = re.compile(r"\[(?:rank|default)(?P<rank>\d+)\]:")
 # something that starts like a prefix but did not parse: a cut or mangled log line
+# a prefix that starts mid-line: stdout without a newline, then a stderr log line (2.0 benchmarks)
+_MIDLINE = re.compile(r"(?:\[(?:rank|default)\d+\]:)?(?:[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] )")
 _PREFIXISH = re.compile(r"(?:\[(?:rank|default)\d+\]:)?(?:[VIWEC]\d{4} \d\d:\d\d|\[\d{4}-\d\d-\d\d \d\d:)")
 
 RECORD_STARTS = (
-    "Graph break",
+    "Graph break: ",
+    "Graph break in user code at ",
+    "Graph break (",
     "Recompiling function",
     "('Recompiling function",
     "torch._dynamo hit config.",
@@ -132,6 +136,13 @@ class RecordAssembler:
                 self._on_error(line_no, "glog", "line starts like a log prefix that cannot be read", s)
                 self._bare_ok = False
                 return
+        if "dynamo" in s or "] [__" in s:
+            m = _MIDLINE.search(s, 1)
+            if m:
+                head = self._parse_prefix(s[m.start():])
+                if head is not None:
+                    self._prefixed(line_no, s[m.start():], *head)
+                    return
         self._unprefixed(line_no, s)
 
     def _parse_prefix(self, s: str):

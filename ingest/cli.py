@@ -119,6 +119,27 @@ def cmd_reingest(args) -> int:
     return 0
 
 
+def cmd_inbox(args) -> int:
+    from .inbox import process_once, watch
+    from .store import Store
+    store = Store.open(args.db)
+    store.inbox_dir.mkdir(exist_ok=True)
+
+    def show(name, report):
+        print(f"{name}: {report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
+              f"{report.count('failed')} failed", flush=True)
+    if args.watch:
+        print(f"watching {store.inbox_dir} every {args.interval:g} s (Ctrl-C stops)", flush=True)
+        watch(store, args.interval, show)
+        return 0
+    results = process_once(store)
+    for name, report in results:
+        show(name, report)
+    if not results:
+        print(f"nothing waiting in {store.inbox_dir}")
+    return 0 if all(r.ok for _, r in results) else 1
+
+
 def cmd_dashboard(args) -> int:
     import subprocess
     from pathlib import Path
@@ -161,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--db", default=_default_db())
     r.add_argument("--all", action="store_true", help="every file, not only those parsed by an older parser version")
     r.set_defaults(func=cmd_reingest)
+
+    ib = sub.add_parser("inbox", help="ingest the bundles collectors dropped into <store>/inbox/")
+    ib.add_argument("--db", default=_default_db())
+    ib.add_argument("--watch", action="store_true", help="keep watching instead of one pass")
+    ib.add_argument("--interval", type=float, default=5.0, help="seconds between passes with --watch")
+    ib.set_defaults(func=cmd_inbox)
 
     d = sub.add_parser("dashboard", help="start the Streamlit dashboard on this database")
     d.add_argument("--db", default=_default_db())

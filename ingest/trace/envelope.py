@@ -82,7 +82,7 @@ class Envelope:
     """One decoded record: the event key and value, its compile id, rank, and raw payload bytes."""
 
     __slots__ = ("line_no", "name", "value", "data", "rank", "frame_id", "frame_compile_id", "attempt",
-                 "compiled_autograd_id", "compile_id", "payload_bytes", "_payload")
+                 "compiled_autograd_id", "compile_id", "payload_bytes", "payload_ok", "_payload")
 
     def __init__(self, line_no: int, name: str, data: dict):
         self.line_no = line_no
@@ -97,6 +97,7 @@ class Envelope:
         self.compile_id = format_compile_id(self.compiled_autograd_id, self.frame_id, self.frame_compile_id,
                                             self.attempt)
         self.payload_bytes = None
+        self.payload_ok = True   # False when the payload failed its md5 (already counted)
         self._payload = None
 
     @property
@@ -207,6 +208,7 @@ class EnvelopeReader:
             else:
                 self._error(env.line_no, "payload_md5",
                             f"payload of {env.name} record ({len(lines)} line(s)) does not match has_payload md5")
+            env.payload_ok = False
         env.payload_bytes = body
         return env
 

@@ -101,7 +101,7 @@ def expand(paths: Iterable[Path], tmp_root: Path) -> tuple[list[_Unit], list[Fil
         p = Path(p)
         try:
             if not p.exists():
-                raise InputError(f"{p}: no such file or folder", "check the path")
+                raise InputError(f"no such file or folder: {p}", "check the path")
             if p.is_file() and bundle_mod.is_archive(p):
                 root = bundle_mod.extract_archive(p, Path(tempfile.mkdtemp(dir=tmp_root)))
                 units.extend(_expand_dir(root, prefix=p.name))

@@ -44,6 +44,7 @@ class CollectResult:
     exit_status: int
     end_reason: str
     manifest: Manifest
+    signal_received: int | None = None   # SIGINT/SIGTERM that reached the collector, if any
 
 
 def _slug(text: str) -> str:
@@ -86,16 +87,19 @@ def torch_logs_setting(logs) -> str:
     return ",".join(names)
 
 
-def child_env(bundle: Path, logs, hooks: bool, extra_env: dict | None = None) -> dict:
+def child_env(bundle: Path, logs, hooks: bool, extra_env: dict | None = None, pythonpath=()) -> dict:
     env = dict(os.environ)
     env["TORCH_LOGS"] = torch_logs_setting(logs)
     env["TORCH_TRACE"] = str(bundle / TRACE_DIR)
     env["COMPILEWATCH_BUNDLE"] = str(bundle)
     env.setdefault("PYTHONUNBUFFERED", "1")   # keeps the command's prints and torch's logs in order
+    paths = list(pythonpath) + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if hooks:
         env["COMPILEWATCH_TIMINGS"] = str(bundle / TIMINGS)
-        env["PYTHONPATH"] = os.pathsep.join([str(INJECT_DIR)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    else:
+        paths.insert(0, str(INJECT_DIR))
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    if not hooks:
         env.pop("COMPILEWATCH_TIMINGS", None)
     if extra_env:
         env.update(extra_env)
@@ -188,6 +192,7 @@ def collect(
     grace_s: float = GRACE_S,
     manifest_extra: dict | None = None,
     require_torch: bool = True,
+    pythonpath=(),
 ) -> CollectResult:
     """Run `command` and write a bundle under `out_dir`. Raises CollectError subclasses for what
     stops a run from starting; once the command has started, a bundle is always written."""
@@ -198,7 +203,7 @@ def collect(
     if require_torch and python and env_info.get("torch_installed") is False:
         raise TorchMissingError(f"torch is not installed for {python}")
     bundle = prepare_bundle_dir(out_dir, _default_name(command, model), run_id)
-    env = child_env(bundle, logs, hooks, extra_env)
+    env = child_env(bundle, logs, hooks, extra_env, pythonpath)
 
     started_at = utc_now()
     t0 = time.monotonic()
@@ -281,7 +286,7 @@ def collect(
     result_path = bundle
     if archive:
         result_path = archive_bundle(bundle)
-    return CollectResult(result_path, exit_status, reason, manifest)
+    return CollectResult(result_path, exit_status, reason, manifest, state["signal"])
 
 
 def _build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall, exit_status,

@@ -75,6 +75,24 @@ def _graph_stats() -> tuple[int, int]:
     return c["stats"]["unique_graphs"], sum(c["graph_break"].values())
 
 
+_stats_seen = (0, 0)
+
+
+def _mark_stats():
+    global _stats_seen
+    _stats_seen = _graph_stats()
+
+
+def _take_stats() -> tuple[int, int]:
+    """Graphs and graph breaks added since the last compile any timer saw (compiles happen inside
+    timed calls, so the difference belongs to the call that just compiled)."""
+    global _stats_seen
+    now = _graph_stats()
+    g, b = now[0] - _stats_seen[0], now[1] - _stats_seen[1]
+    _stats_seen = now
+    return max(0, g), max(0, b)
+
+
 def _percentile(sorted_vals, q):
     if not sorted_vals:
         return None
@@ -106,26 +124,32 @@ class CallTimer:
         self._free = []                    # reusable event pairs
         self._lock = threading.Lock()
         self._overhead_ms = None
+        self._cuda = False
         self.torch = None
 
     # -- the call path -------------------------------------------------------------------------
     def call(self, fn, args, kwargs):
-        torch = self.torch or _torch()
-        self.torch = torch
         n = self.calls
         self.calls = n + 1
-        c0 = _compile_events()
-        phase_hint = "compile" if n == 0 else None
-        cuda = _cuda_active(torch)
-        if phase_hint is None and self._since_compile >= self.warmup and n % self.sample_every:
-            # not sampled: count only
+        if n and self._since_compile >= self.warmup and n % self.sample_every:
+            # Not sampled: only watch for a compile. This is the path most calls take when steps are short.
+            c0 = _compile_events()
             out = fn(*args, **kwargs)
             if _compile_events() != c0:
-                self._on_compiled_during(n, None, c0, cuda)
+                self._on_compiled_during(n, None, self._cuda)
             else:
                 self._since_compile += 1
             return out
-        if phase_hint is None and cuda:
+        torch = self.torch
+        if torch is None:
+            torch = self.torch = _torch()
+        if not self._cuda:
+            self._cuda = _cuda_active(torch)   # once CUDA is up it stays up: stop asking
+        cuda = self._cuda
+        c0 = _compile_events()
+        if n == 0:
+            _mark_stats()
+        if n and cuda:
             ev = self._free.pop() if self._free else (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             t0 = time.perf_counter()
             ev[0].record()
@@ -133,7 +157,7 @@ class CallTimer:
             ev[1].record()
             if _compile_events() != c0:
                 self._free.append(ev)
-                self._on_compiled_during(n, t0, c0, cuda)
+                self._on_compiled_during(n, t0, cuda)
                 return out
             phase = "warmup" if self._since_compile < self.warmup else "steady"
             self._since_compile += 1
@@ -141,13 +165,13 @@ class CallTimer:
             if len(self._pending) >= self._EVENT_BATCH:
                 self._resolve(block=False)
             return out
-        # host timing: first call, CPU, or a call we already expect to compile
+        # Host timing: the first call (compiles; synchronising costs nothing that matters), or CPU.
         if cuda:
             torch.cuda.synchronize()
         t0 = time.perf_counter()
         out = fn(*args, **kwargs)
         if _compile_events() != c0 or n == 0:
-            self._on_compiled_during(n, t0, c0, cuda)
+            self._on_compiled_during(n, t0, cuda)
             return out
         ms = (time.perf_counter() - t0) * 1e3
         phase = "warmup" if self._since_compile < self.warmup else "steady"
@@ -155,8 +179,11 @@ class CallTimer:
         self._add(n, phase, ms, None)
         return out
 
-    def _on_compiled_during(self, n, t0, c0, cuda):
+    def _on_compiled_during(self, n, t0, cuda):
         torch = self.torch
+        g, b = _take_stats()
+        self.graphs += g
+        self.graph_breaks += b
         if cuda:
             torch.cuda.synchronize()
         ms = None if t0 is None else (time.perf_counter() - t0) * 1e3
@@ -176,6 +203,8 @@ class CallTimer:
     def _add(self, n, phase, ms, peak):
         if phase == "steady":
             self.steady.append(ms)
+            if len(self.steady) % 64 == 16:
+                self._adapt()
         if len(self.steps) < MAX_STEPS_KEPT:
             self.steps.append({"step": n, "phase": phase, "duration_ms": round(ms, 4), "peak_mem_bytes": peak})
 
@@ -239,20 +268,25 @@ _EVENT_OVERHEAD = None
 
 
 def _event_overhead_ms(torch) -> float:
-    """Host cost of one timed call's bookkeeping (two event records + counter reads), measured once."""
+    """Host cost of one timed call's bookkeeping (two event records or clock reads, counter reads,
+    one step entry), measured once per process."""
     global _EVENT_OVERHEAD
     if _EVENT_OVERHEAD is not None:
         return _EVENT_OVERHEAD
     try:
-        if not _cuda_active(torch):
-            _EVENT_OVERHEAD = 0.0
-            return 0.0
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        sink = []
+        if _cuda_active(torch):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            mark = (e0.record, e1.record)
+        else:
+            mark = (time.perf_counter, time.perf_counter)
         t0 = time.perf_counter()
-        for _ in range(200):
-            e0.record()
+        for i in range(200):
+            mark[0]()
             _compile_events()
-            e1.record()
+            mark[1]()
+            _compile_events()
+            sink.append({"step": i, "phase": "steady", "duration_ms": 0.0, "peak_mem_bytes": None})
         _EVENT_OVERHEAD = (time.perf_counter() - t0) * 1e3 / 200
     except Exception:
         _EVENT_OVERHEAD = 0.0
@@ -365,25 +399,23 @@ RECORDER = Recorder()
 
 
 # -- wrapping compiled callables ---------------------------------------------------------------
-def _is_compiling(torch) -> bool:
-    try:
-        return torch.compiler.is_compiling()
-    except Exception:
-        return False
+def _is_compiling() -> bool:
+    fn = _IS_COMPILING[0]
+    if fn is None:
+        torch = _torch()
+        fn = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+        _IS_COMPILING[0] = fn
+    return fn()
+
+
+_IS_COMPILING = [None]
 
 
 def _timed(timer: CallTimer, fn, args, kwargs):
-    torch = timer.torch or _torch()
-    if torch is not None and _is_compiling(torch):
+    if _is_compiling():
         # Called from inside another compiled region: dynamo traces through, nothing to time.
         return fn(*args, **kwargs)
-    g0, b0 = _graph_stats()
-    out = timer.call(fn, args, kwargs)
-    if timer.calls <= 1 or timer._since_compile == 0:
-        g1, b1 = _graph_stats()
-        timer.graphs += g1 - g0
-        timer.graph_breaks += b1 - b0
-    return out
+    return timer.call(fn, args, kwargs)
 
 
 def wrap_compiled(compiled, name: str):
@@ -509,21 +541,22 @@ _step_timers: dict[str, CallTimer] = {}
 
 @contextmanager
 def step(name: str = "step"):
-    """Time one step of a loop: ``with step(): train_step(batch)``. The first step is labelled
-    "compile" (or "warmup" when nothing compiled), the next few "warmup", the rest "steady".
-    Steps are timed with CUDA events when the program uses CUDA (no synchronisation per step)."""
+    """Time one step of a loop: ``with step(): train_step(batch)``. The first step, and any step
+    during which dynamo compiled, is labelled "compile"; the next few "warmup"; the rest "steady".
+    On CUDA, steps are timed with CUDA events: no synchronisation per step. A step whose body
+    raises is not recorded."""
     timer = _step_timers.get(name)
     if timer is None:
         timer = _step_timers[name] = RECORDER.timer(name, "marked", sample=False)
         _register_exit()
     # Same rules as CallTimer.call, written out because a with-body can't be handed to it.
-    torch = _torch()
-    cuda = _cuda_active(torch)
+    torch = timer.torch = _torch()
+    cuda = timer._cuda = timer._cuda or _cuda_active(torch)
     n = timer.calls
     timer.calls += 1
-    timer.torch = torch
     c0 = _compile_events()
-    g0, b0 = _graph_stats()
+    if n == 0:
+        _mark_stats()
     if cuda and n > 0:
         ev = timer._free.pop() if timer._free else (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
         t0 = time.perf_counter()
@@ -532,30 +565,27 @@ def step(name: str = "step"):
         ev[1].record()
         if _compile_events() != c0:
             timer._free.append(ev)
-            timer._on_compiled_during(n, t0, c0, cuda)
+            timer._on_compiled_during(n, t0, cuda)
         else:
             phase = "warmup" if timer._since_compile < timer.warmup else "steady"
             timer._since_compile += 1
             timer._pending.append((n, phase, ev))
             if len(timer._pending) >= timer._EVENT_BATCH:
                 timer._resolve(block=False)
-    else:
-        if cuda:
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        yield
-        if cuda:
-            torch.cuda.synchronize()
-        ms = (time.perf_counter() - t0) * 1e3
-        if _compile_events() != c0:
-            timer._on_compiled_during(n, t0, c0, False)
-        else:
-            phase = "warmup" if (n == 0 or timer._since_compile < timer.warmup) else "steady"
-            timer._since_compile += 1
-            timer._add(n, phase, ms, None)
-    g1, b1 = _graph_stats()
-    timer.graphs += g1 - g0
-    timer.graph_breaks += b1 - b0
+        return
+    if cuda:
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    yield
+    if _compile_events() != c0 or n == 0:
+        timer._on_compiled_during(n, t0, cuda)
+        if c0 == _compile_events() and timer.steps and timer.steps[-1]["step"] == n:
+            timer.steps[-1]["phase"] = "warmup"   # first step, nothing compiled: not a compile
+        return
+    ms = (time.perf_counter() - t0) * 1e3
+    phase = "warmup" if timer._since_compile < timer.warmup else "steady"
+    timer._since_compile += 1
+    timer._add(n, phase, ms, None)
 
 
 def write_timings(path: str | None = None) -> str | None:

@@ -19,6 +19,20 @@ def team_db(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def real_db(tmp_path_factory) -> Path:
+    """Real logs (tests/fixtures: TORCH_TRACE from torch 2.13, TORCH_LOGS from PyTorch issues) through the loader."""
+    from ingest.loader import ingest_paths
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    path = tmp_path_factory.mktemp("real") / "compilewatch.duckdb"
+    store = Store.open(path)
+    logs = sorted((fixtures / "trace").glob("*.log.gz")) + sorted((fixtures / "text").glob("*.log"))
+    report = ingest_paths(store, logs)
+    assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
+    return path
+
+
 @pytest.fixture
 def empty_db(tmp_path) -> Path:
     path = tmp_path / "empty" / "compilewatch.duckdb"

@@ -55,7 +55,7 @@ GUARDS = [
 ]
 
 
-def _break_key(b: dict) -> str:
+def break_key(b: dict) -> str:
     return f"{b['gb_type']}|{b['user_file']}:{b['user_line']}"
 
 
@@ -119,13 +119,13 @@ def build_rows(end: date = END, days: int = 28, runs_per_day: int = 2, seed: int
             for k in range(1 + (n % 2)):
                 line += 1
                 rows["graph_breaks"].append(dict(run_id=run_id, file_id=fid, line_no=line, compile_id=f"{k}/0", rank=0,
-                                                 source="trace_artifact", reason_norm=b["reason"], break_key=_break_key(b),
+                                                 source="trace_artifact", reason_norm=b["reason"], break_key=break_key(b),
                                                  user_stack=f'File "{b["user_file"]}", line {b["user_line"]}, in {b["user_function"]}',
                                                  nested=False, **b))
         if recent and model in ("hf_Bert", "llama_7b"):
             b = NEW_BREAK
             rows["graph_breaks"].append(dict(run_id=run_id, file_id=fid, line_no=line + 1, compile_id="1/0", rank=0,
-                                             source="trace_artifact", reason_norm=b["reason"], break_key=_break_key(b),
+                                             source="trace_artifact", reason_norm=b["reason"], break_key=break_key(b),
                                              user_stack=f'File "{b["user_file"]}", line {b["user_line"]}, in masked_mean',
                                              nested=False, **b))
         # recompiles + guard failures

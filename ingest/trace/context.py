@@ -16,13 +16,12 @@ class TraceContext:
         self.stats = stats
         # str envelopes: index -> file name (torch/_logging/structured.py intern_string)
         self.strings: dict[int, str] = {}
-        # frame key (rank, ca id, frame_id, frame_compile_id) -> line of a dynamo_graph_break_reason
-        # artifact, so restart_reasons of the same compile are not counted a second time
+        # frame keys (rank, ca id, frame_id, frame_compile_id) with a dynamo_graph_break_reason artifact,
+        # so restart_reasons of the same compile are not counted a second time
         self.break_artifacts: set[tuple] = set()
         # frame key -> recompile_no given when its recompile_reasons artifact arrived
         self.recompile_nos: dict[tuple, int] = {}
         self.recompile_reasons: dict[tuple, str] = {}
-        self.recompiles_emitted: set[tuple] = set()
         self.recompile_count = 0
         # (rank, ca id, frame_id) -> co_name of that frame, for guard_failures.function
         self.frame_functions: dict[tuple, str] = {}

@@ -76,18 +76,25 @@ def parse(env, ctx) -> None:
     ctx.started.pop(key, None)
     co_name = row["co_name"]
     if co_name and frame_id is not None:
-        ctx.frame_functions.setdefault((rank, ca, frame_id), co_name)
+        if not fci:
+            ctx.frame_functions[(rank, ca, frame_id)] = co_name  # a new session may reuse frame ids
+        else:
+            ctx.frame_functions.setdefault((rank, ca, frame_id), co_name)
     elif frame_id is not None:
         # a compile that failed early (e.g. on the recompile limit) logs co_name null: the frame's
         # earlier compiles name it
         co_name = ctx.frame_functions.get((rank, ca, frame_id))
 
-    if fci and key not in ctx.recompiles_emitted:
-        ctx.recompiles_emitted.add(key)
-        no = ctx.recompile_nos.get(key)
+    # compilation_metrics closes its compile: the joins keyed by compile id are consumed here, since
+    # one file can hold several sessions that reuse the same ids (tlparse's cache_hit_miss.log)
+    no = ctx.recompile_nos.pop(key, None)
+    artifact_reason = ctx.recompile_reasons.pop(key, None)
+    covered = key in ctx.break_artifacts
+    ctx.break_artifacts.discard(key)
+    if fci:
         if no is None:
             no = ctx.next_recompile_no()
-        reason = row["recompile_reason"] or ctx.recompile_reasons.get(key)
+        reason = row["recompile_reason"] or artifact_reason
         if reason:
             reason = reason.split("\nUser stack trace:", 1)[0].strip()
         ctx.sink.row("recompiles", {
@@ -96,7 +103,7 @@ def parse(env, ctx) -> None:
             "ts": row["start_time"], "reason": reason, "source": "trace",
         })
 
-    if restarts and key not in ctx.break_artifacts:
+    if restarts and not covered:
         seen = set()
         for reason in restarts:
             if not reason.strip() or reason in seen:

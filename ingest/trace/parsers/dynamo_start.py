@@ -19,8 +19,9 @@ def parse(env, ctx) -> None:
     key = env.frame_key
     if key not in ctx.started:
         ctx.started[key] = (env.line_no, env, name, filename, line)
-    if name and (env.rank, env.compiled_autograd_id, env.frame_id) not in ctx.frame_functions:
-        ctx.frame_functions[(env.rank, env.compiled_autograd_id, env.frame_id)] = name
+    fkey = (env.rank, env.compiled_autograd_id, env.frame_id)
+    if name and (not env.frame_compile_id or fkey not in ctx.frame_functions):
+        ctx.frame_functions[fkey] = name
 
 
 def finish(ctx) -> None:

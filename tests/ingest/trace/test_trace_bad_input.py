@@ -8,11 +8,11 @@ import pytest
 
 from ingest.trace import parse_trace
 from ingest.records import CollectingSink
-from trace_support import FIXTURES, parse_bytes, read_log, summary
+from trace_support import FIXTURES, parse_bytes, read_log, split_lines, summary
 
 LOG = read_log(FIXTURES / "recompile_limit.log.gz")
 GOOD = parse_bytes(LOG)
-LINES = LOG.splitlines(keepends=True)
+LINES = split_lines(LOG)
 ENV2 = [i for i, ln in enumerate(LINES) if ln.startswith(b"V")][1]  # index of the second envelope line
 
 
@@ -165,7 +165,7 @@ def test_warning_and_info_levels_and_windows_paths():
     payload = b'{\n"pytorch_version": "2.5.1"\n}'
     data = env % hashlib.md5(payload).hexdigest().encode() + b"".join(b"\t" + ln + b"\n" for ln in payload.split(b"\n"))
     sink = CollectingSink()
-    parse_trace(iter(data.splitlines(keepends=True)), sink)
+    parse_trace(iter(split_lines(data)), sink)
     assert sink.errors == [] and sink.metadata["torch_version"] == "2.5.1"
 
 
@@ -173,3 +173,16 @@ def test_warning_and_info_levels_and_windows_paths():
 def test_stream_kinds(by_lines):
     """A file object and a plain iterable of lines read the same."""
     assert summary(parse_bytes(LOG, by_lines=by_lines)) == summary(GOOD)
+
+
+@pytest.mark.parametrize("name", ["recompile_limit.log.gz", "graph_break_recompile.log.gz"])
+def test_two_sessions_in_one_file_count_twice(name):
+    """Two runs appended to one file reuse compile ids (as tlparse's cache_hit_miss.log does): every
+    recompile, guard failure and graph break of the second run counts again, none is merged away."""
+    log = read_log(FIXTURES / name)
+    once, twice = parse_bytes(log), parse_bytes(log + log)
+    assert twice.errors == []
+    assert {t: len(v) for t, v in twice.rows.items()} == {t: 2 * len(v) for t, v in once.rows.items()}
+    nos = [r["recompile_no"] for r in twice.rows["recompiles"]]
+    assert nos == list(range(1, len(nos) + 1))
+    assert sorted({g["recompile_no"] for g in twice.rows["guard_failures"]}) == nos

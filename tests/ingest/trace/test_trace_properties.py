@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from ingest.records import CollectingSink
 from ingest.trace import TraceParser
-from trace_support import FIXTURES, parse_bytes, read_log
+from trace_support import FIXTURES, parse_bytes, read_log, split_lines
 
 LOGS = {name: read_log(FIXTURES / name) for name in ("recompile_limit.log.gz", "graph_break_recompile.log.gz")}
-LINES = {name: data.splitlines(keepends=True) for name, data in LOGS.items()}
+LINES = {name: split_lines(data) for name, data in LOGS.items()}
 WHOLE = {name: parse_bytes(data) for name, data in LOGS.items()}
 ENVELOPE_STARTS = {name: [i for i, ln in enumerate(lines) if ln[:1] == b"V"] for name, lines in LINES.items()}
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

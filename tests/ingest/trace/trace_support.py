@@ -30,9 +30,15 @@ def parse_bytes(data: bytes, *, by_lines: bool = False) -> CollectingSink:
     """Parse as the loader does (a binary file object); by_lines feeds a plain list of lines instead."""
     sink = CollectingSink()
     p = TraceParser(sink)
-    p.feed(data.splitlines(keepends=True) if by_lines else io.BytesIO(data))
+    p.feed(split_lines(data) if by_lines else io.BytesIO(data))
     p.close()
     return sink
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """Lines as iterating a binary file gives them: split on b"\\n" only (bytes.splitlines also
+    splits on \\r and friends)."""
+    return list(io.BytesIO(data))
 
 
 def parse_path(path: Path) -> CollectingSink:

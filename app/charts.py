@@ -93,16 +93,21 @@ def recompile_timeline(frame: pd.DataFrame) -> alt.Chart:
 
 
 def recompiles_per_day(frame: pd.DataFrame) -> alt.Chart:
-    title = "Recompiles per day by guard-failure category"
+    """Guard failures per day stacked by category, with the day's recompile count as a line."""
+    title = "Recompiles per day, and their guard failures by category"
     if frame.empty:
         return _empty(title)
-    return alt.Chart(frame, title=title).mark_bar().encode(
-        x=alt.X("yearmonthdate(day):T", title="Day (UTC)"),
-        y=alt.Y("sum(recompiles):Q", title="Recompiles (count)"),
+    x = alt.X("yearmonthdate(day):T", title="Day (UTC)")
+    bars = alt.Chart(frame[frame["category"] != "all recompiles"]).mark_bar().encode(
+        x=x, y=alt.Y("sum(recompiles):Q", title="Guard failures / recompiles (count)"),
         color=alt.Color("category:N", title="Guard category"),
         tooltip=[alt.Tooltip("yearmonthdate(day):T", title="Day"), alt.Tooltip("category:N", title="Category"),
-                 alt.Tooltip("sum(recompiles):Q", title="Recompiles", format=",")],
-    ).properties(height=HEIGHT)
+                 alt.Tooltip("sum(recompiles):Q", title="Guard failures", format=",")])
+    total = alt.Chart(frame[frame["category"] == "all recompiles"]).mark_line(point=True, color="black").encode(
+        x=x, y="sum(recompiles):Q",
+        tooltip=[alt.Tooltip("yearmonthdate(day):T", title="Day"),
+                 alt.Tooltip("sum(recompiles):Q", title="Recompiles", format=",")])
+    return (bars + total).properties(title=title, height=HEIGHT)
 
 
 def guard_category_bars(frame: pd.DataFrame) -> alt.Chart:

@@ -31,28 +31,31 @@ def storms(con, f: Filters) -> pd.DataFrame:
     lh AS (SELECT lh.run_id, coalesce(lh.function, '?') AS function, count(*) AS limit_hits,
                   any_value(lh.limit_name) AS limit_name, any_value(lh.file) AS file, any_value(lh.line) AS line
            FROM limit_hits lh JOIN fr USING (run_id) GROUP BY ALL),
-    gf AS (SELECT g.run_id, coalesce(g.function, '?') AS function, mode(g.category) AS top_category,
-                  count(*) AS guard_failures
-           FROM guard_failures g JOIN fr USING (run_id) GROUP BY ALL),
     j AS (SELECT run_id, function,
                  coalesce(per.file, lh.file) AS file, coalesce(per.line, lh.line) AS line,
                  coalesce(per.recompiles, 0) AS recompiles, coalesce(lh.limit_hits, 0) AS limit_hits,
                  lh.limit_name, coalesce(burst.burst, 0) AS burst, per.first_ts, per.last_ts
-          FROM per FULL JOIN lh USING (run_id, function) LEFT JOIN burst USING (run_id, function))
-    SELECT j.run_id, fr.model, fr.torch_version, fr.run_time, j.function, j.file, j.line,
-           j.recompiles, j.limit_hits, j.limit_name, j.burst,
-           j.last_ts - j.first_ts AS span_s,
-           gf.top_category, coalesce(gf.guard_failures, 0) AS guard_failures,
-           (j.limit_hits > 0 OR j.recompiles >= ? OR j.burst >= ?) AS storm,
+          FROM per FULL JOIN lh USING (run_id, function) LEFT JOIN burst USING (run_id, function)),
+    top AS (SELECT j.*, fr.model, fr.torch_version, fr.run_time,
+                   (j.limit_hits > 0 OR j.recompiles >= ? OR j.burst >= ?) AS storm
+            FROM j JOIN fr USING (run_id)
+            ORDER BY storm DESC, limit_hits DESC, recompiles DESC, run_time DESC, function LIMIT ?),
+    -- guard categories only for the rows shown: mode() over every failure would dominate the query
+    gf AS (SELECT g.run_id, coalesce(g.function, '?') AS function, mode(g.category) AS top_category,
+                  count(*) AS guard_failures
+           FROM guard_failures g WHERE g.run_id IN (SELECT run_id FROM top) GROUP BY ALL)
+    SELECT top.run_id, top.model, top.torch_version, top.run_time, top.function, top.file, top.line,
+           top.recompiles, top.limit_hits, top.limit_name, top.burst,
+           top.last_ts - top.first_ts AS span_s,
+           gf.top_category, coalesce(gf.guard_failures, 0) AS guard_failures, top.storm,
            concat_ws('; ',
-               CASE WHEN j.limit_hits > 0 THEN 'hit ' || coalesce(j.limit_name, 'the recompile limit') END,
-               CASE WHEN j.recompiles >= ? THEN j.recompiles || ' recompiles' END,
-               CASE WHEN j.burst >= ? THEN j.burst || ' within a minute' END) AS why
-    FROM j JOIN fr USING (run_id) LEFT JOIN gf USING (run_id, function)
-    ORDER BY storm DESC, limit_hits DESC, recompiles DESC, run_time DESC
-    LIMIT ?
+               CASE WHEN top.limit_hits > 0 THEN 'hit ' || coalesce(top.limit_name, 'the recompile limit') END,
+               CASE WHEN top.recompiles >= ? THEN top.recompiles || ' recompiles' END,
+               CASE WHEN top.burst >= ? THEN top.burst || ' within a minute' END) AS why
+    FROM top LEFT JOIN gf USING (run_id, function)
+    ORDER BY top.storm DESC, top.limit_hits DESC, top.recompiles DESC, top.run_time DESC, top.function
     """
-    extra = [MANY_RECOMPILES, BURST_PER_MINUTE, MANY_RECOMPILES, BURST_PER_MINUTE, int(f.limit)]
+    extra = [MANY_RECOMPILES, BURST_PER_MINUTE, int(f.limit), MANY_RECOMPILES, BURST_PER_MINUTE]
     return df(con, sql, params + extra)
 
 
@@ -90,15 +93,17 @@ def timeline(con, f: Filters) -> pd.DataFrame:
 
 
 def recompiles_per_day(con, f: Filters) -> pd.DataFrame:
-    """Recompiles per day over the filtered runs, split by guard category of the first failure."""
+    """Per day of the filtered runs: recompiles, and guard failures split by category
+    (columns day, category, recompiles; category "all recompiles" holds the recompile count)."""
     cte, params = runs_cte(f)
     sql = f"""
-    WITH {cte},
-    g AS (SELECT gf.run_id, gf.file_id, gf.recompile_no, arg_min(gf.category, gf.line_no) AS category
-          FROM guard_failures gf JOIN fr USING (run_id) GROUP BY ALL)
-    SELECT date_trunc('day', fr.run_time) AS day, coalesce(g.category, 'unknown') AS category, count(*) AS recompiles
-    FROM recompiles rc JOIN fr USING (run_id) LEFT JOIN g USING (run_id, file_id, recompile_no)
-    GROUP BY ALL ORDER BY day, recompiles DESC
+    WITH {cte}
+    SELECT date_trunc('day', fr.run_time) AS day, coalesce(gf.category, 'other') AS category, count(*) AS recompiles
+    FROM guard_failures gf JOIN fr USING (run_id) GROUP BY ALL
+    UNION ALL
+    SELECT date_trunc('day', fr.run_time), 'all recompiles', count(*)
+    FROM recompiles rc JOIN fr USING (run_id) GROUP BY ALL
+    ORDER BY 1, 3 DESC
     """
     return df(con, sql, params)
 

@@ -24,6 +24,7 @@ Formats handled, with the PyTorch code that prints them:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 CATEGORIES = (
     "size_mismatch",
@@ -117,11 +118,18 @@ def classify_guard_failure(raw: str) -> dict:
 
     Returns {category, guard_key, source_name, dimension, expected, actual}; category is one of
     CATEGORIES, guard_key is free of ids, addresses, sizes and compile-id prefixes. Never raises.
+    The dict is shared between equal inputs (a recompile storm repeats the same texts): copy it
+    before changing it.
     """
+    return _classify_cached(raw if isinstance(raw, str) else str(raw))
+
+
+@lru_cache(maxsize=8192)
+def _classify_cached(raw: str) -> dict:
     try:
-        return _classify(raw if isinstance(raw, str) else str(raw))
+        return _classify(raw)
     except Exception:  # a classifier bug must not lose the row
-        return _result("other", [normalize_reason(str(raw))[:200]])
+        return _result("other", [normalize_reason(raw)[:200]])
 
 
 def _classify(raw: str) -> dict:
@@ -259,9 +267,11 @@ def _classify_tensor(src: str, what: str, rest: str) -> dict:
 
 # ---------------------------------------------------------------- reasons and graph-break keys
 
+# a path token (has a / or \\), quoted or not, with an optional ", line N" or ":N" after it
 _PATH_LINE = re.compile(
-    r"""(?:File\s+)?["']?(?P<path>(?:[A-Za-z]:)?[\w.~<>-]*[\\/][^\s"',:()]*|[\w.<>-]+\.py)["']?"""
-    r"""(?:(?:,\s*line\s+|:)\d+)?""")
+    r"""(?:File\s+(?=["']))?["']?(?P<path>(?:[A-Za-z]:)?[^\s"',:()\[\]{}]*[\\/][^\s"',:()\[\]{}]*)["']?"""
+    r"""(?:,\s*line\s+\d+|:\d+)?""")
+_PY_LINE = re.compile(r"""(?P<path>\b[\w.<>-]+\.py)(?::\d+|["']?,\s*line\s+\d+)""")
 _URL = re.compile(r"https?://\S+")
 _OBJ_REPR = re.compile(r"<(?P<name>[\w.]+(?: [\w.]+)*?) (?:object )?at 0x[0-9a-fA-F]+>")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
@@ -278,14 +288,25 @@ def normalize_reason(text: str | None) -> str:
     reprs, symbolic sizes (s0, u1) and numbers replaced, whitespace collapsed."""
     if not text:
         return ""
-    # a URL keeps only its last segment (the gbNNNN page of a graph break type is stable)
-    s = _URL.sub(lambda m: "<url " + m.group(0).rstrip("/.").rsplit("/", 1)[-1] + ">", text)
-    s = _OBJ_REPR.sub(lambda m: f"<{m.group('name')}>", s)
-    s = _HEX.sub("0x?", s)
-    s = _PATH_LINE.sub(lambda m: _basename(m.group("path")), s)
+    return _normalize_cached(text)
+
+
+@lru_cache(maxsize=8192)
+def _normalize_cached(text: str) -> str:
+    s = text
+    if "://" in s:
+        # a URL keeps only its last segment (the gbNNNN page of a graph break type is stable)
+        s = _URL.sub(lambda m: "<url " + m.group(0).rstrip("/.").rsplit("/", 1)[-1] + ">", s)
+    if "0x" in s:
+        s = _OBJ_REPR.sub(lambda m: f"<{m.group('name')}>", s)
+        s = _HEX.sub("0x?", s)
+    if "/" in s or "\\" in s:
+        s = _PATH_LINE.sub(lambda m: _basename(m.group("path")), s)
+    if ".py" in s:
+        s = _PY_LINE.sub(lambda m: m.group("path"), s)
     s = _SYMBOL.sub("s?", s)
     s = _NUMBER.sub("N", s)
-    return _WS.sub(" ", s).strip()
+    return " ".join(s.split())
 
 
 def graph_break_key(gb_type: str | None, reason: str | None, user_file: str | None,

@@ -53,41 +53,94 @@ def parse_text(stream, sink) -> dict:
     ctx.sink = counting
 
     def on_record(rec):
-        _, parser = parser_for(rec.lines[0])
-        if parser is None:
-            return
         try:
-            parser.parse(rec, ctx, counting)
+            rec.keep.parse(rec, ctx, counting)
         except Exception as e:  # a parser bug costs one record, never the file
             on_error(rec.start_line, "payload", f"parser failed: {type(e).__name__}: {e}", rec.lines[0])
 
-    asm = RecordAssembler(lambda msg: msg.startswith(_STARTS) and parser_for(msg)[1] is not None,
-                          on_record, on_error)
-    line_no = 0
-    feed = asm.feed
+    asm = RecordAssembler(lambda msg: parser_for(msg)[1], on_record, on_error)
+    line_no = 1
     try:
-        for raw in stream:
-            line_no += 1
-            if not isinstance(raw, (bytes, bytearray)):
-                raw = str(raw).encode("utf-8", "surrogateescape")
-            if b"\x00" in raw:
-                on_error(line_no, "binary", "NUL bytes in line (removed)", raw[:120].decode("utf-8", "replace"))
-                raw = raw.replace(b"\x00", b"")
-            try:
-                s = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                s = raw.decode("utf-8", "replace")
-                on_error(line_no, "encoding", "bytes that are not UTF-8 (replaced)", s[:120])
-            if s.endswith("\n"):
-                s = s[:-2] if s.endswith("\r\n") else s[:-1]
-            elif s.endswith("\r"):
-                s = s[:-1]
-            feed(line_no, s)
+        read = getattr(stream, "read", None)
+        if read is not None:
+            pending = b""
+            while True:
+                chunk = read(_CHUNK)
+                if not chunk:
+                    break
+                buf = pending + chunk if pending else chunk
+                cut = buf.rfind(b"\n")
+                if cut < 0:
+                    pending = buf
+                    if len(pending) > _MAX_LINE:  # no newline for megabytes: binary, or one huge line
+                        line_no = _feed_block(asm, on_error, line_no, pending)
+                        pending = b""
+                    continue
+                pending = buf[cut + 1:]
+                line_no = _feed_block(asm, on_error, line_no, buf[:cut + 1])
+            if pending:
+                line_no = _feed_block(asm, on_error, line_no, pending)
+        else:
+            for raw in stream:
+                line_no = _feed_slow(asm, on_error, line_no, raw)
     except OSError as e:
-        on_error(line_no + 1, "io", f"read failed: {e}")
+        on_error(line_no, "io", f"read failed: {e}")
     asm.close()
     counts["errors"] = errors[0]
     return counts
 
 
-from .reader import RECORD_STARTS as _STARTS  # noqa: E402
+
+_CHUNK = 1 << 20
+_MAX_LINE = 64 << 20
+
+
+def _feed_block(asm, on_error, line_no, block: bytes) -> int:
+    """Whole lines (the last maybe without newline): decode once, split, feed. Blocks with NUL
+    or non-UTF-8 bytes go line by line so that each bad line is counted where it is."""
+    if b"\x00" not in block:
+        try:
+            text = block.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None:
+            lines = text.split("\n")
+            if lines[-1] == "":
+                lines.pop()
+            if "\r" in text:
+                lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+            return asm.feed_lines(line_no, lines)
+    for raw in _split_keep(block):
+        line_no = _feed_slow(asm, on_error, line_no, raw)
+    return line_no
+
+
+def _split_keep(block: bytes):
+    start = 0
+    n = len(block)
+    while start < n:
+        end = block.find(b"\n", start)
+        if end < 0:
+            yield block[start:]
+            return
+        yield block[start:end + 1]
+        start = end + 1
+
+
+def _feed_slow(asm, on_error, line_no, raw) -> int:
+    if not isinstance(raw, (bytes, bytearray)):
+        raw = str(raw).encode("utf-8", "surrogateescape")
+    if b"\x00" in raw:
+        on_error(line_no, "binary", "NUL bytes in line (removed)", raw[:120].decode("utf-8", "replace"))
+        raw = raw.replace(b"\x00", b"")
+    try:
+        s = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        s = raw.decode("utf-8", "replace")
+        on_error(line_no, "encoding", "bytes that are not UTF-8 (replaced)", s[:120])
+    if s.endswith("\n"):
+        s = s[:-2] if s.endswith("\r\n") else s[:-1]
+    elif s.endswith("\r"):
+        s = s[:-1]
+    asm.feed(line_no, s)
+    return line_no + 1

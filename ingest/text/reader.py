@@ -17,6 +17,7 @@ from __future__ import annotations
 import calendar
 import re
 import time
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 _GLOG = re.compile(
@@ -64,7 +65,7 @@ class Record:
     artifact: str | None        # "recompiles", "graph_breaks", ... (without "__"), or None
     level: str | None
     ts: float | None
-    keep: bool                  # False: not a record kind we parse; its lines are only skipped
+    keep: object                # the parser for this record, or None: its lines are only skipped
     lines: list = field(default_factory=list)   # message text of each line
     line_nos: list = field(default_factory=list)
     cut: bool = False
@@ -72,6 +73,14 @@ class Record:
 
 def glog_epoch(md: str, hms: str, us: str, year: int | None = None) -> float | None:
     """glog prints no year: take the given one, or this year unless that lies in the future."""
+    base = _glog_seconds(md, hms, year)
+    if base is None:
+        return None
+    return base + int(us.ljust(6, "0")) / 1e6
+
+
+@lru_cache(maxsize=4096)
+def _glog_seconds(md: str, hms: str, year: int | None):
     try:
         mon, day = int(md[:2]), int(md[2:])
         h, m, s = int(hms[:2]), int(hms[3:5]), int(hms[6:8])
@@ -79,7 +88,7 @@ def glog_epoch(md: str, hms: str, us: str, year: int | None = None) -> float | N
         t = calendar.timegm((y, mon, day, h, m, s, 0, 0, 0))
         if year is None and t > time.time() + 86400:
             t = calendar.timegm((y - 1, mon, day, h, m, s, 0, 0, 0))
-        return t + int(us.ljust(6, "0")) / 1e6
+        return t
     except (ValueError, OverflowError):
         return None
 
@@ -101,13 +110,45 @@ class RecordAssembler:
     prefixed log line but cannot be read go to ``on_error(line_no, kind, message, excerpt)``."""
 
     def __init__(self, wanted, on_record, on_error):
-        self._wanted = wanted            # msg -> bool: is this the first line of a record we parse?
+        self._wanted = wanted            # first line -> the parser for it, or None
         self._on_record = on_record
         self._on_error = on_error
         self._open: dict = {}            # (rank, pid) -> Record
         self._last: Record | None = None  # the record the previous line went to
         self._last_prefix: str | None = None
         self._bare_ok = False            # may an unprefixed line continue self._last?
+
+    # -- many lines: the hot path. A line that carries the same prefix as the line before it and
+    # does not start a record is a continuation; that is most lines of a TORCH_LOGS capture.
+    def feed_lines(self, line_no: int, lines) -> int:
+        starts = RECORD_STARTS
+        feed = self.feed
+        lp = self._last_prefix
+        plen = len(lp) + 1 if lp is not None else 0
+        rec = self._last
+        add_line = add_no = None
+        if rec is not None and rec.keep is not None:
+            add_line, add_no = rec.lines.append, rec.line_nos.append
+        for s in lines:
+            if lp is not None and s.startswith(lp) and not s.startswith(starts, plen):
+                if add_line is not None:
+                    add_line(s[plen:] if s[plen - 1:plen] == " " else s[plen - 1:])
+                    add_no(line_no)
+                    if len(rec.lines) >= MAX_RECORD_LINES:
+                        rec.cut = True
+                        add_line = add_no = None
+                line_no += 1
+                continue
+            feed(line_no, s)
+            line_no += 1
+            lp = self._last_prefix
+            plen = len(lp) + 1 if lp is not None else 0
+            rec = self._last
+            if rec is not None and rec.keep is not None and not rec.cut:
+                add_line, add_no = rec.lines.append, rec.line_nos.append
+            else:
+                add_line = add_no = None
+        return line_no
 
     # -- one line
     def feed(self, line_no: int, s: str) -> None:
@@ -118,12 +159,12 @@ class RecordAssembler:
                 msg = msg[1:]
             if not msg.startswith(RECORD_STARTS):
                 rec = self._last
-                if rec.keep:
+                if rec.keep is not None:
                     self._add(rec, line_no, msg)
                 self._bare_ok = True
                 return
         if not s:
-            if self._bare_ok and self._last is not None and self._last.keep:
+            if self._bare_ok and self._last is not None and self._last.keep is not None:
                 self._add(self._last, line_no, "")
             return
         c = s[0]
@@ -174,23 +215,26 @@ class RecordAssembler:
         key = (rank, pid)
         rec = self._open.get(key)
         if rec is not None and rec.prefix == prefix and not msg.startswith(RECORD_STARTS):
-            if rec.keep:
+            if rec.keep is not None:
                 self._add(rec, line_no, msg)
         else:
             if rec is not None:
                 self._finish(rec)
-            keep = self._wanted(msg)
-            if tsraw[0] == "glog":
-                ts = glog_epoch(tsraw[1], tsraw[2], tsraw[3]) if keep else None
-            else:
-                ts = old_epoch(tsraw[1], tsraw[2], tsraw[3]) if keep else None
+            keep = self._wanted(msg) if msg.startswith(RECORD_STARTS) else None
+            ts = None
+            if keep is not None:
+                if tsraw[0] == "glog":
+                    ts = glog_epoch(tsraw[1], tsraw[2], tsraw[3])
+                else:
+                    ts = old_epoch(tsraw[1], tsraw[2], tsraw[3])
             rec = Record(line_no, prefix, rank, pid, cid, art, level, ts, keep)
-            if keep:
+            if keep is not None:
                 self._add(rec, line_no, msg)
             elif art in ("graph_breaks", "recompiles", "recompiles_verbose") and msg.strip():
-                kind = "truncated" if msg[:1] in (" ", "-") or msg.startswith("Graph Break Reason") else "unknown_format"
-                self._on_error(line_no, kind, f"[__{art}] line that does not start a known record"
-                               + (" (its start is missing)" if kind == "truncated" else ""), s)
+                # every record these artifacts log starts with a known first line, so this is
+                # the tail of a record whose start is not in this file (cut log, split file)
+                self._on_error(line_no, "truncated",
+                               f"[__{art}] lines whose record start is missing", s)
             self._open[key] = rec
         self._last = rec
         self._last_prefix = prefix
@@ -200,15 +244,16 @@ class RecordAssembler:
         rec = self._last
         if self._bare_ok and rec is not None and s.startswith(_CONTINUATION_STARTS) \
                 and not s.startswith(RECORD_STARTS):
-            if rec.keep:
+            if rec.keep is not None:
                 self._add(rec, line_no, s)
             return
-        if self._wanted(s):
+        parser = self._wanted(s) if s.startswith(RECORD_STARTS) else None
+        if parser is not None:
             key = ("bare",)
             old = self._open.get(key)
             if old is not None:
                 self._finish(old)
-            rec = Record(line_no, None, None, None, None, None, None, None, True)
+            rec = Record(line_no, None, None, None, None, None, None, None, parser)
             self._add(rec, line_no, s)
             self._open[key] = rec
             self._last = rec
@@ -219,14 +264,15 @@ class RecordAssembler:
         self._bare_ok = False
 
     def _add(self, rec: Record, line_no: int, msg: str) -> None:
-        if len(rec.lines) >= MAX_RECORD_LINES:
-            rec.cut = True
+        if rec.cut:
             return
         rec.lines.append(msg)
         rec.line_nos.append(line_no)
+        if len(rec.lines) >= MAX_RECORD_LINES:
+            rec.cut = True
 
     def _finish(self, rec: Record) -> None:
-        if rec.keep:
+        if rec.keep is not None:
             if rec.cut:
                 self._on_error(rec.start_line, "truncated",
                                f"record longer than {MAX_RECORD_LINES} lines; the rest was skipped",

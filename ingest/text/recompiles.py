@@ -70,32 +70,30 @@ def parse(rec, ctx, sink) -> None:
 
 
 def _failures(lines):
-    """[(line index or None, raw reason, failed entry)] from the indented body."""
+    """[(line index, raw reason, failed entry)] from the indented body."""
     out = []
     entry = None
     started = False
     for i, ln in enumerate(lines):
-        s = ln.strip()
+        s = ln.lstrip()
         if not started:
-            if "triggered by the following guard failure" in ln:
+            if "triggered by the following guard failure" in s:
                 started = True
             continue
-        if _GUARD_N.match(ln):
-            entry = None
+        if s[:1] != "-":
+            if s.startswith("guard ") and _GUARD_N.match(s):
+                entry = None
             continue
-        if not s.startswith("-"):
-            continue
-        body = s[1:]
-        if body.startswith(" "):
-            body = body[1:]
+        body = s[2:] if s[1:2] == " " else s[1:]
         # a reason's own continuation lines are indented under its "- "
-        if body.startswith(" ") or body.startswith("\t"):
+        if not body or body[0] in " \t" or body == "User stack trace:":
             continue
-        if body == "User stack trace:":
-            continue
-        e, text = strip_entry_prefix(body)
-        if e is not None:
-            entry = e
+        if body[0].isdigit() or body[0] == "!":
+            e, _ = strip_entry_prefix(body)
+            if e is not None:
+                entry = e
+        else:
+            e = None
         out.append((i, body.rstrip(), e if e is not None else entry))
     return out
 

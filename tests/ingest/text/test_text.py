@@ -182,3 +182,72 @@ def test_plain_output_is_not_an_error_but_a_cut_prefix_is():
 @pytest.mark.parametrize("name", ["torch2.13_all.log", "issue114293_torch2.1_recompiles_constant.log"])
 def test_fixtures_parse_without_errors(name):
     assert parse(name).errors == []
+
+
+def test_loop_skip_and_accumulated_limit_213():
+    sink = parse("torch2.13_loop_skip_accumulated_limit.log")
+    gb = sink.rows["graph_breaks"][0]
+    assert (gb["gb_type"], gb["gb_code"], gb["nested"]) == ("graph break in loop", "GB7000", True)
+    assert gb["user_line"] == 6 and gb["break_key"] == "graph break in loop @ prog_loop_skip_accumulated_limit.py:6"
+    hit = sink.rows["limit_hits"][0]
+    assert (hit["limit_name"], hit["limit_value"], hit["function"]) == ("accumulated_recompile_limit", 3, "g")
+
+
+# Formats no fixture here shows, built from the format strings in PyTorch's source (cited per
+# case) with a real glog prefix: evidence that the shape is handled, not a real log.
+GLOG = "V0520 14:53:14.136000 1398 torch/_dynamo/convert_frame.py:711] [1/0] [__graph_breaks] "
+
+
+def _glog(*msgs):
+    return "".join(GLOG + m + "\n" for m in msgs).encode()
+
+
+def test_source_only_graph_break_skip_24():
+    # torch 2.3/2.4 convert_frame.py (PR #122684): "Graph break: skip: from user code at:\n%s", exc_info=True
+    sink = parse_bytes(_glog(
+        "Graph break: skip: from user code at:",
+        '  File "/home/u/model.py", line 31, in forward',
+        "    return self.prop",
+        "Traceback (most recent call last):",
+        '  File "/x/torch/_dynamo/convert_frame.py", line 650, in _compile_inner',
+        "    out_code = transform_code_object(code, transform)",
+        "torch._dynamo.exc.Unsupported: missing: LOAD_ATTR property",
+    ))
+    gb = sink.rows["graph_breaks"][0]
+    assert gb["reason"] == "skip: missing: LOAD_ATTR property"
+    assert (gb["user_file"], gb["user_line"], gb["user_function"]) == ("/home/u/model.py", 31, "forward")
+    assert gb["break_key"] == "skip: missing: LOAD_ATTR property @ model.py:31"
+
+
+def test_source_only_cannot_resume_skip_213():
+    # torch 2.13 convert_frame.py: "Graph break: torch.compile cannot properly resume from this
+    # graph break, which results in a skip.\ntorch.compile will skip tracing the frame ..."
+    sink = parse_bytes(_glog(
+        "Graph break: torch.compile cannot properly resume from this graph break, which results in a skip.",
+        "torch.compile will skip tracing the frame f (/home/u/m.py line 3) and fall back to eager.",
+        "The graph break occurred in the following user code:",
+        '  File "/home/u/m.py", line 7, in f',
+        "    with Ctx():",
+    ))
+    gb = sink.rows["graph_breaks"][0]
+    assert gb["reason"].startswith("skip: torch.compile cannot properly resume")
+    assert (gb["user_line"], gb["user_function"]) == (7, "f")
+
+
+def test_source_only_recompiles_verbose_multi_guard_entry():
+    # guards.py get_and_maybe_log_recompilation_reasons (2.2+): "guard N failures:" then every
+    # failing guard of that entry, textwrap.indent(reason, "- "); only the first carries "0/0:"
+    text = "".join(
+        "V0101 00:00:00.000000 7 torch/_dynamo/guards.py:1] [0/2] [__recompiles_verbose] " + m + "\n" for m in [
+            "Recompiling function f in /x/m.py:3",
+            "    triggered by the following guard failure(s):",
+            "    guard 0 failures:",
+            "    - 0/1: tensor 'x' size mismatch at index 0. expected 4, actual 8",
+            "    - tensor 'x' dtype mismatch. expected Float, actual Half",
+            "",
+            "    guard 1 failures:",
+            "    - 0/0: len(xs) == 2",
+        ])
+    gf = parse_bytes(text.encode()).rows["guard_failures"]
+    assert [(g["failed_entry"], g["category"]) for g in gf] == [
+        ("0/1", "size_mismatch"), ("0/1", "dtype"), ("0/0", "length")]

@@ -6,7 +6,8 @@ prefixes like ``0/3:``) and from version to version (2.1 prints the failing guar
 text PyTorch prints onto a small fixed set of categories and a key made of the category, the
 guarded source (``L['x']``) and whatever stays the same when the cause is the same (tensor
 dimension, changed global-state field, dict key). Sizes, ids, addresses and values never
-enter a key; they go into ``expected``/``actual`` instead.
+enter a key; they go into ``expected``/``actual`` instead. In keys, ``L['x']``/``G['x']`` are
+written ``x`` as torch >= ~2.7 prints them, so one cause groups across versions too.
 
 Formats handled, with the PyTorch code that prints them:
 - ``tensor 'L['x']' size mismatch at index 0. expected 4, actual 8`` (guards.cpp TensorCheck,
@@ -83,11 +84,19 @@ _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _BIG_NUMBER = re.compile(r"(?<![\w.])\d{5,}(?![\w.])")
 
 
+_LG_NAME = re.compile(r"\b[LG]\[['\"](\w+)['\"]\]")
+
+
 def _src_key(src: str | None) -> str:
-    """Source names keep small indices (L['xs'][0] is a different input) but lose ids."""
+    """Source names keep small indices (L['xs'][0] is a different input) but lose ids, and
+    ``L['x']`` / ``G['x']`` become ``x``: torch up to ~2.6 printed locals and globals that way,
+    later versions print the bare name, and a key should group the same input across versions."""
     if not src:
         return "?"
-    return _BIG_NUMBER.sub("N", _HEX.sub("0x?", src.strip()))
+    s = _BIG_NUMBER.sub("N", _HEX.sub("0x?", src.strip()))
+    if "['" in s or '["' in s:
+        s = _LG_NAME.sub(r"\1", s)
+    return s
 
 
 def _result(category, key_parts, source=None, dimension=None, expected=None, actual=None) -> dict:

@@ -54,6 +54,8 @@ KNOWN_EVENTS = frozenset((
 ))
 
 _HEX32 = re.compile(r"[0-9a-f]{32}\Z")
+_RECORD_START = re.compile(rb"\n(?=[^\t])")
+_BLOCK = 1 << 20
 _EXCERPT = 200
 
 
@@ -79,26 +81,34 @@ def _int_or_none(v):
 
 
 class Envelope:
-    """One decoded record: the event key and value, its compile id, rank, and raw payload bytes."""
+    """One decoded record: the event key and value, its compile id, rank, and raw payload bytes.
+    Ids are read from the envelope on first use: most records are never asked."""
 
-    __slots__ = ("line_no", "name", "value", "data", "rank", "frame_id", "frame_compile_id", "attempt",
-                 "compiled_autograd_id", "compile_id", "payload_bytes", "payload_ok", "_payload")
+    __slots__ = ("line_no", "name", "value", "data", "payload_bytes", "payload_ok", "_payload", "_ids")
 
     def __init__(self, line_no: int, name: str, data: dict):
         self.line_no = line_no
         self.name = name
         self.data = data
         self.value = data.get(name)
-        self.rank = _int_or_none(data.get("rank"))
-        self.frame_id = _int_or_none(data.get("frame_id"))
-        self.frame_compile_id = _int_or_none(data.get("frame_compile_id"))
-        self.attempt = _int_or_none(data.get("attempt"))
-        self.compiled_autograd_id = _int_or_none(data.get("compiled_autograd_id"))
-        self.compile_id = format_compile_id(self.compiled_autograd_id, self.frame_id, self.frame_compile_id,
-                                            self.attempt)
         self.payload_bytes = None
         self.payload_ok = True   # False when the payload failed its md5 (already counted)
         self._payload = None
+        self._ids = None
+
+    def _get_ids(self):
+        d = self.data
+        ca, fid, fci, att = (_int_or_none(d.get("compiled_autograd_id")), _int_or_none(d.get("frame_id")),
+                             _int_or_none(d.get("frame_compile_id")), _int_or_none(d.get("attempt")))
+        self._ids = ids = (_int_or_none(d.get("rank")), ca, fid, fci, att, format_compile_id(ca, fid, fci, att))
+        return ids
+
+    rank = property(lambda self: (self._ids or self._get_ids())[0])
+    compiled_autograd_id = property(lambda self: (self._ids or self._get_ids())[1])
+    frame_id = property(lambda self: (self._ids or self._get_ids())[2])
+    frame_compile_id = property(lambda self: (self._ids or self._get_ids())[3])
+    attempt = property(lambda self: (self._ids or self._get_ids())[4])
+    compile_id = property(lambda self: (self._ids or self._get_ids())[5])
 
     @property
     def artifact_name(self) -> str | None:
@@ -181,8 +191,10 @@ class EnvelopeReader:
         lines = self._lines
         self._pending = None
         self._lines = []
+        self.stats.blank_lines += self._blanks
         self._blanks = 0
         data = b"".join(lines)
+        n_lines = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
         if data.endswith(b"\n"):
             data = data[:-1]
         # every line starts with a tab: drop the first one and each one that follows a newline
@@ -202,61 +214,150 @@ class EnvelopeReader:
                 self._error(env.line_no, "payload_md5", f"has_payload is not an md5 hex digest: {expect[:60]!r}")
             elif at_eof and not self._last_newline:
                 self._error(env.line_no, "truncated",
-                            f"file ends inside the payload of this {env.name} record ({len(lines)} line(s) read)")
-            elif not lines:
+                            f"file ends inside the payload of this {env.name} record ({n_lines} line(s) read)")
+            elif not n_lines:
                 self._error(env.line_no, "payload", f"{env.name} record announces a payload but none follows")
             else:
                 self._error(env.line_no, "payload_md5",
-                            f"payload of {env.name} record ({len(lines)} line(s)) does not match has_payload md5")
+                            f"payload of {env.name} record ({n_lines} line(s)) does not match has_payload md5")
             env.payload_ok = False
         env.payload_bytes = body
         return env
 
     def envelopes(self, stream):
-        """Yield each Envelope of ``stream`` (an iterable of bytes lines), payload attached."""
+        """Yield each Envelope of ``stream``, payload attached. ``stream`` is a binary file object
+        (read in large blocks) or any iterable of bytes lines; both read the same."""
+        read = getattr(stream, "read", None)
+        start = self.line_no
+        try:
+            if read is not None:
+                yield from self._from_blocks(read)
+            else:
+                yield from self._from_lines(stream)
+        finally:
+            self.stats.lines += self.line_no - start
+
+    def _line(self, raw: bytes, out: list) -> None:
+        """The reader's whole state machine, one line at a time; the two loops below only take
+        shortcuts that are equivalent to calling this for each line."""
+        self.line_no += 1
+        if raw[:1] == b"\t":
+            if self._pending is not None:
+                if self._blanks:
+                    # tlparse: "a blank line in payload will still be \t"; an editor that strips
+                    # trailing whitespace turns it into an empty line, so put the tab back
+                    self._lines.extend([b"\t\n"] * self._blanks)
+                    self._blanks = 0
+                self._lines.append(raw)
+            else:
+                if not self._orphans:
+                    self._orphan_line = self.line_no
+                self._orphans += 1
+            return
+        if self._pending is not None:
+            if raw == b"\n" or raw == b"\r\n":
+                self._blanks += 1
+                return
+            out.append(self._finish_payload())
+        if self._orphans:
+            self._flush_orphans()
+        env = self._envelope(raw, self.line_no)
+        if env is not None:
+            expect = env.data.get("has_payload")
+            if expect is not None:
+                self._expect = expect if isinstance(expect, str) else repr(expect)
+                self._pending = env
+            else:
+                out.append(env)
+
+    def _from_lines(self, stream):
+        out: list = []
         tab = b"\t"
-        start = line_no = self.line_no
+        raw = b"\n"
         lines = self._lines
+        collecting = self._pending is not None and not self._blanks
+        n = 0
         try:
             for raw in stream:
-                line_no += 1
-                if raw[:1] == tab:
-                    if self._pending is not None:
-                        if self._blanks:
-                            # tlparse: "a blank line in payload will still be \t"; an editor that strips
-                            # trailing whitespace turns it into an empty line, so put the tab back
-                            lines.extend([b"\t\n"] * self._blanks)
-                            self._blanks = 0
-                        lines.append(raw)
-                    else:
-                        if not self._orphans:
-                            self._orphan_line = line_no
-                        self._orphans += 1
+                if collecting and raw[:1] == tab:
+                    lines.append(raw)
+                    n += 1
                     continue
-
-                if self._pending is not None:
-                    if raw == b"\n" or raw == b"\r\n":
-                        self._blanks += 1
-                        continue
-                    env = self._finish_payload()
-                    lines = self._lines
-                    yield env
-                if self._orphans:
-                    self._flush_orphans()
-
-                env = self._envelope(raw, line_no)
-                if env is not None:
-                    expect = env.data.get("has_payload")
-                    if expect is not None:
-                        self._expect = expect if isinstance(expect, str) else repr(expect)
-                        self._pending = env
-                    else:
-                        yield env
+                self.line_no += n
+                n = 0
+                self._line(raw, out)
+                lines = self._lines
+                collecting = self._pending is not None and not self._blanks
+                if out:
+                    yield from out
+                    out.clear()
         finally:
-            if line_no > start:
-                self._last_newline = raw.endswith(b"\n")
-            self.stats.lines += line_no - start
-            self.line_no = line_no
+            self.line_no += n
+            self._last_newline = raw.endswith(b"\n")
+
+    def _from_blocks(self, read):
+        # A record is a line plus the tab-indented payload lines after it, so a record starts after
+        # every newline not followed by a tab. Records are cut out of 1 MiB blocks with one regex
+        # scan, and a regular record (an envelope line, then only tab lines) costs one _line call and
+        # one list append however long its payload is. Anything else (blank lines inside a payload,
+        # stray payload lines, garbage) goes line by line through _line, so both readers agree.
+        out: list = []
+        carry: list = []          # the last, maybe incomplete, record of the blocks read so far
+        at_line_start = True      # the bytes so far end with a newline (or there are none)
+        record = self._record
+        while True:
+            block = read(_BLOCK)
+            if not block:
+                break
+            starts = [m.end() for m in _RECORD_START.finditer(block)]
+            if at_line_start and block[0] != 9:
+                starts.insert(0, 0)
+            at_line_start = block.endswith(b"\n")
+            if not starts:
+                carry.append(block)
+                continue
+            if carry:
+                carry.append(block[:starts[0]])
+                joined = b"".join(carry)
+                record(joined, 0, len(joined), out)
+            else:
+                record(block, 0, starts[0], out)
+            for a, b in zip(starts, starts[1:]):
+                record(block, a, b, out)
+            carry = [block[starts[-1]:]]
+            if out:
+                yield from out
+                out.clear()
+        if carry:
+            joined = b"".join(carry)
+            record(joined, 0, len(joined), out)
+            if out:
+                yield from out
+        self._last_newline = at_line_start
+
+    def _record(self, buf: bytes, s: int, e: int, out: list) -> None:
+        """buf[s:e] is one record: searched in place, payload kept as a memoryview until joined."""
+        if s >= e:
+            return
+        nl = buf.find(b"\n", s, e)
+        if nl < 0 or nl == e - 1:
+            self._line(buf[s:e], out)
+            return
+        p = nl + 1
+        if buf[s] in (9, 10, 13):   # stray payload lines, or a blank / CR line that payload lines follow
+            for ln in _split_lines(buf[s:e]):
+                self._line(ln, out)
+            return
+        self._line(buf[s:p], out)
+        n = buf.count(b"\n", p, e) + (buf[e - 1] != 10)
+        if self._pending is not None and not self._blanks:
+            self._lines.append(memoryview(buf)[p:e])
+        else:
+            if not self._orphans:
+                self._orphan_line = self.line_no + 1
+            self._orphans += n
+        self.line_no += n
+
 
     def close(self):
         """End of input: returns the last envelope if it was waiting for more payload, else None."""
@@ -318,6 +419,15 @@ class EnvelopeReader:
             stats.unknown_events[name] += 1
         stats.events[name] += 1
         return Envelope(line_no, name, data)
+
+
+def _split_lines(data: bytes) -> list:
+    """Lines as a binary file iterates them: split after each newline only."""
+    parts = data.split(b"\n")
+    lines = [p + b"\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
 
 
 def _is_text(raw: bytes) -> bool:

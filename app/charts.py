@@ -80,7 +80,7 @@ def recompile_timeline(frame: pd.DataFrame) -> alt.Chart:
     has_time = frame["t_s"].notna().any()
     x = (alt.X("t_s:Q", title="Time since first recompile (s)") if has_time
          else alt.X("seq:Q", title="Recompile number in the log (no timestamps)"))
-    base = alt.Chart(frame, title=title).encode(
+    base = alt.Chart(frame).encode(
         x=x, y=alt.Y("cumulative:Q", title="Recompiles of the function (cumulative count)"),
         tooltip=[alt.Tooltip("function:N", title="Function"), alt.Tooltip("compile_id:N", title="Compile id"),
                  alt.Tooltip("t_s:Q", title="Time (s)", format=".1f"), alt.Tooltip("cumulative:Q", title="Recompile #"),
@@ -89,7 +89,7 @@ def recompile_timeline(frame: pd.DataFrame) -> alt.Chart:
                                                                          strokeDash=alt.StrokeDash("function:N", title="Function"))
     points = base.mark_point(filled=True, size=70).encode(color=alt.Color("category:N", title="Guard category"),
                                                            shape=alt.Shape("function:N", title="Function"))
-    return (lines + points).properties(height=HEIGHT)
+    return (lines + points).properties(title=title, height=HEIGHT)
 
 
 def recompiles_per_day(frame: pd.DataFrame) -> alt.Chart:
@@ -136,7 +136,7 @@ def trend(frame: pd.DataFrame, field: str = "speedup") -> alt.Chart:
     title = f"{label.split(' (')[0]} per model over time"
     if frame.empty or frame[field].isna().all():
         return _empty(title)
-    chart = alt.Chart(frame, title=title).mark_line(point=True).encode(
+    chart = alt.Chart(frame).mark_line(point=True).encode(
         x=alt.X("day:T", title="Day (UTC)"),
         y=alt.Y(f"{field}:Q", title=label, scale=alt.Scale(zero=False)),
         color=alt.Color("model:N", title="Model"),
@@ -146,7 +146,7 @@ def trend(frame: pd.DataFrame, field: str = "speedup") -> alt.Chart:
     )
     if field in ("speedup", "memory_ratio"):
         chart = chart + alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="y:Q")
-    return chart.properties(height=HEIGHT)
+    return chart.properties(title=title, height=HEIGHT)
 
 
 def by_version(frame: pd.DataFrame, dimension: str = "torch_version") -> alt.Chart:

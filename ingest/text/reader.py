@@ -18,7 +18,6 @@ import calendar
 import re
 import time
 from functools import lru_cache
-from dataclasses import dataclass, field
 
 _GLOG = re.compile(
     r"(?P<level>[VIWEDC])(?P<md>\d{4}) (?P<hms>\d\d:\d\d:\d\d)\.(?P<us>\d{1,6}) +(?P<pid>\d+) "
@@ -42,6 +41,7 @@ RECORD_STARTS = (
     "torch._dynamo hit config.",
     "torchdynamo hit config.",
 )
+_START_FIRST_CHARS = "".join(sorted({p[0] for p in RECORD_STARTS}))
 # unprefixed lines that still belong to the record before them
 _CONTINUATION_STARTS = (
     " ", "\t", "Traceback", "torch._dynamo.exc.", "torch.", "Graph Break Reason", "Reason:",
@@ -55,20 +55,25 @@ MAX_RECORD_LINES = 20000  # a bound on memory per open record; longer records ar
 _YEAR_NOW = time.gmtime().tm_year
 
 
-@dataclass
 class Record:
-    start_line: int
-    prefix: str | None          # the exact prefix text repeated on every line, None when bare
-    rank: int | None
-    pid: int | None
-    compile_id: str | None
-    artifact: str | None        # "recompiles", "graph_breaks", ... (without "__"), or None
-    level: str | None
-    ts: float | None
-    keep: object                # the parser for this record, or None: its lines are only skipped
-    lines: list = field(default_factory=list)   # message text of each line
-    line_nos: list = field(default_factory=list)
-    cut: bool = False
+    """One log record: its prefix fields and the message text of each of its lines."""
+
+    __slots__ = ("start_line", "prefix", "rank", "pid", "compile_id", "artifact", "level", "ts",
+                 "keep", "lines", "line_nos", "cut")
+
+    def __init__(self, start_line, prefix, rank, pid, compile_id, artifact, level, ts, keep):
+        self.start_line = start_line   # line number of the first line
+        self.prefix = prefix           # the exact prefix text repeated on every line, None when bare
+        self.rank = rank
+        self.pid = pid
+        self.compile_id = compile_id
+        self.artifact = artifact       # "recompiles", "graph_breaks", ... (without "__"), or None
+        self.level = level
+        self.ts = ts
+        self.keep = keep               # the parser for this record, or None: its lines are only skipped
+        self.lines = []                # message text of each line
+        self.line_nos = []
+        self.cut = False
 
 
 def glog_epoch(md: str, hms: str, us: str, year: int | None = None) -> float | None:
@@ -122,19 +127,26 @@ class RecordAssembler:
     # does not start a record is a continuation; that is most lines of a TORCH_LOGS capture.
     def feed_lines(self, line_no: int, lines) -> int:
         starts = RECORD_STARTS
+        firsts = _START_FIRST_CHARS
         feed = self.feed
         lp = self._last_prefix
         plen = len(lp) + 1 if lp is not None else 0
         rec = self._last
         add_line = add_no = None
-        if rec is not None and rec.keep is not None:
+        room = 0
+        if rec is not None and rec.keep is not None and not rec.cut:
             add_line, add_no = rec.lines.append, rec.line_nos.append
+            room = MAX_RECORD_LINES - len(rec.lines)
         for s in lines:
-            if lp is not None and s.startswith(lp) and not s.startswith(starts, plen):
+            # same prefix, and not the first line of a new record (cheap first-char test first);
+            # the prefix is always followed by one space or the end of the line
+            if lp is not None and s.startswith(lp) and (
+                    s[plen:plen + 1] not in firsts or not s.startswith(starts, plen)):
                 if add_line is not None:
-                    add_line(s[plen:] if s[plen - 1:plen] == " " else s[plen - 1:])
+                    add_line(s[plen:])
                     add_no(line_no)
-                    if len(rec.lines) >= MAX_RECORD_LINES:
+                    room -= 1
+                    if room <= 0:
                         rec.cut = True
                         add_line = add_no = None
                 line_no += 1
@@ -146,6 +158,7 @@ class RecordAssembler:
             rec = self._last
             if rec is not None and rec.keep is not None and not rec.cut:
                 add_line, add_no = rec.lines.append, rec.line_nos.append
+                room = MAX_RECORD_LINES - len(rec.lines)
             else:
                 add_line = add_no = None
         return line_no

@@ -15,10 +15,11 @@ from __future__ import annotations
 import ast
 import re
 
-from ..normalize import classify_guard_failure, strip_entry_prefix
+from ..normalize import classify_guard_failure
 from .common import base_row
 
 _HEADER = re.compile(r"^Recompiling function (?P<fn>.+?) in (?P<file>.*?)(?::(?P<line>\d+))?\s*$")
+_ENTRY_CHARS = str.maketrans("", "", "/!_")  # "0/3", "!0/0/1", "0/0_1": digits once these go
 _GUARD_N = re.compile(r"^\s*guard \d+ failures:\s*$")
 _TRIGGER = re.compile(r"triggered by the following guard failures?(?:\(s\))?:\s*(?P<rest>.*)$", re.S)
 
@@ -88,12 +89,12 @@ def _failures(lines):
         # a reason's own continuation lines are indented under its "- "
         if not body or body[0] in " \t" or body == "User stack trace:":
             continue
+        e = None
         if body[0].isdigit() or body[0] == "!":
-            e, _ = strip_entry_prefix(body)
-            if e is not None:
-                entry = e
-        else:
-            e = None
+            colon = body.find(":")
+            cand = body[:colon]
+            if colon > 0 and "/" in cand and cand.translate(_ENTRY_CHARS).isdigit():
+                e = entry = cand
         out.append((i, body.rstrip(), e if e is not None else entry))
     return out
 

@@ -12,9 +12,12 @@ payload string, i.e. of the payload lines with their leading tab removed, joined
 ``src/lib.rs`` checks it the same way). ``{"str": ["path", idx]}`` envelopes intern file names that
 later stack frames refer to by index.
 
-The reader iterates the stream line by line (bytes), json-decodes envelope lines only, joins and hashes
-payload lines in C (``b"".join`` + ``bytes.replace`` + ``hashlib.md5``), and only decodes a payload to
-text when a parser asks for it. Memory is bounded by the largest single payload, not by the file.
+A file object is read in 1 MiB blocks and cut into records (an envelope line and its payload lines)
+with one regex scan, so the per-line Python work of a plain line loop is paid per record instead; any
+other iterable of bytes lines is read line by line, with the same results (tests check both on every
+real log). Only envelope lines are json-decoded; payloads are joined and md5-checked in C (``b"".join``
++ ``bytes.replace`` + ``hashlib.md5``, every payload, as tlparse does) and decoded to text only when a
+parser asks. Memory is bounded by the largest single record, not by the file.
 
 Nothing here raises on bad input: every problem is reported with ``sink.error(line_no, kind, ...)``
 using the kinds of ``ingest.records.ERROR_KINDS`` and reading goes on.

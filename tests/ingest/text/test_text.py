@@ -251,3 +251,13 @@ def test_source_only_recompiles_verbose_multi_guard_entry():
     gf = parse_bytes(text.encode()).rows["guard_failures"]
     assert [(g["failed_entry"], g["category"]) for g in gf] == [
         ("0/1", "size_mismatch"), ("0/1", "dtype"), ("0/0", "length")]
+
+
+def test_torchrun_tee_prefix_and_compile_id_attempts():
+    # torchrun --tee puts "[default0]:" before each line; compile ids may carry an attempt "_1"
+    raw = (FIX / "torch2.13_torchrun_2ranks.log").read_bytes()
+    teed = raw.replace(b"[rank0]:", b"[default0]:").replace(b"] [0/0] [__graph_breaks]", b"] [0/0_1] [__graph_breaks]")
+    sink = parse_bytes(teed)
+    assert sorted(g["rank"] for g in sink.rows["graph_breaks"]) == [0, 1]
+    assert {g["compile_id"] for g in sink.rows["graph_breaks"]} == {"0/0_1"}
+    assert sink.errors == []

@@ -6,13 +6,13 @@ from __future__ import annotations
 from ._util import load_json
 
 
-def _compile_id(ev, env):
+def _args_compile_id(ev):
     args = ev.get("args")
     if isinstance(args, dict):
         cid = args.get("compile_id")
         if isinstance(cid, str) and cid not in ("None", ""):
             return cid
-    return env.compile_id
+    return None
 
 
 def parse(env, ctx) -> None:
@@ -24,17 +24,20 @@ def parse(env, ctx) -> None:
     name = ev.get("name")
     if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not isinstance(name, str):
         return
-    cid = _compile_id(ev, env)
-    key = (ev.get("pid"), ev.get("tid"), name, cid, env.rank)
+    # Pair on torch's own id string from args (no attempt: a span may open and close in different
+    # attempts); the row keeps the envelope's id in our compile_id format ("!0/-/-", not torch's "!0")
+    args_cid = _args_compile_id(ev)
+    cid = env.compile_id or args_cid
+    key = (ev.get("pid"), ev.get("tid"), name, args_cid or cid, env.rank)
     if ph == "B":
-        ctx.push_span(key, (ts, env.line_no))
+        ctx.push_span(key, (ts, env.line_no, cid))
     elif ph == "E":
         begin = ctx.pop_span(key)
         if begin is None:
             return
-        start, line_no = begin
-        ctx.sink.row("compile_phases", {"line_no": line_no, "compile_id": cid, "rank": env.rank, "name": name,
-                                        "start_us": int(start), "duration_us": int(round(ts - start))})
+        start, line_no, begin_cid = begin
+        ctx.sink.row("compile_phases", {"line_no": line_no, "compile_id": begin_cid, "rank": env.rank,
+                                        "name": name, "start_us": int(start), "duration_us": int(round(ts - start))})
     elif ph == "X":
         dur = ev.get("dur")
         if isinstance(dur, (int, float)) and not isinstance(dur, bool):

@@ -87,3 +87,17 @@ def test_inductor_cache_events_and_phases():
     # the chromium span and compilation_metrics agree on how long the frame compile took
     for p, c in zip(frame, compiles):
         assert abs(p["duration_us"] / 1e6 - c["entire_frame_compile_time_s"]) < 0.05
+
+
+def test_compiled_autograd_ids():
+    sink = parse_path(FIXTURES / "compiled_autograd.log.gz")
+    compiles = sink.rows["compiles"]
+    assert [(c["compile_id"], c["compiled_autograd_id"], c["co_name"]) for c in compiles] == [
+        ("0/0_1", None, "step"), ("!0/1/0", 0, "forward"), ("2/0", None, "torch_dynamo_resume_in_step_at_15"),
+        ("0/1_1", None, "step"), ("!1/3/0", 1, "forward")]
+    # the compiled-autograd graphs are compiles of their own frames, not recompiles of the step
+    assert [r["compile_id"] for r in sink.rows["recompiles"]] == ["0/1_1"]
+    assert {b["gb_code"] for b in sink.rows["graph_breaks"]} == {"GB0123"}
+    # phases keep our compile_id format, not torch's args string ("!0" for a compiled-autograd-only id)
+    ca = {p["compile_id"] for p in sink.rows["compile_phases"] if p["compile_id"].startswith("!")}
+    assert ca == {"!0/-/-", "!0/1/0", "!1/-/-", "!1/3/0"}

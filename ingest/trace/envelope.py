@@ -32,9 +32,7 @@ from collections import Counter
 # glog prefix as TorchLogsFormatter writes it: level, MMDD, time with microseconds, process/thread id,
 # module path relative to sys.path, line number. tlparse's re_glog is the same shape; the optional
 # "[rankN]:" prefix only appears in TORCH_LOGS text, accepted here for files that went through it.
-_GLOG = re.compile(
-    rb"(?:\[rank\d+\]:)?([VIWEC])(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) +(\d+) +(.+?):(\d+)\] "
-)
+_GLOG = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ +.+?:\d+\] ")
 
 # Keys an envelope carries besides its one event key (see trace_structured in torch/_logging/_internal.py).
 CONTEXT_KEYS = frozenset(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 
+from ..envelope import format_compile_id
 from ._util import as_float, as_int, as_str
 from .graph_break import break_row, parse_reason
 
@@ -39,8 +40,6 @@ def parse(env, ctx) -> None:
         ctx.stats.errors["json"] += 1
         ctx.sink.error(env.line_no, "json", "compilation_metrics value is not a JSON object", str(m)[:200])
         return
-    from ..envelope import format_compile_id
-
     ca, frame_id, fci, attempt = _ids(env, m)
     compile_id = format_compile_id(ca, frame_id, fci, attempt)
     rank = env.rank

@@ -179,7 +179,8 @@ def test_plain_output_is_not_an_error_but_a_cut_prefix_is():
     assert not sink.rows
 
 
-@pytest.mark.parametrize("name", ["torch2.13_all.log", "issue114293_torch2.1_recompiles_constant.log"])
+@pytest.mark.parametrize("name", ["torch2.13_all.log", "torch2.13_verbose_dynamo.log",
+                                  "issue114293_torch2.1_recompiles_constant.log"])
 def test_fixtures_parse_without_errors(name):
     assert parse(name).errors == []
 
@@ -261,3 +262,15 @@ def test_torchrun_tee_prefix_and_compile_id_attempts():
     assert sorted(g["rank"] for g in sink.rows["graph_breaks"]) == [0, 1]
     assert {g["compile_id"] for g in sink.rows["graph_breaks"]} == {"0/0_1"}
     assert sink.errors == []
+
+
+@pytest.mark.parametrize("name", ["torch2.13_all.log", "torch2.13_torchrun_2ranks.log",
+                                  "pr97884_torch2.1dev_graph_break_inline_stdout.log"])
+def test_line_iterator_and_block_reader_agree(name):
+    # a file object is read in blocks; anything else is iterated line by line: same records
+    raw = (FIX / name).read_bytes()
+    raw = raw.replace(b"expected", b"expected \xff", 1)  # one bad line takes the per-line path
+    blocks, lines = CollectingSink(), CollectingSink()
+    parse_text(io.BytesIO(raw), blocks)
+    parse_text(iter(raw.splitlines(keepends=True)), lines)
+    assert blocks.rows == lines.rows and blocks.errors == lines.errors

@@ -202,26 +202,24 @@ class RecordAssembler:
     def _parse_prefix(self, s: str):
         rank = None
         pos = 0
-        m = _RANK.match(s)
-        while m:  # "[rank0]:" and/or "[default0]:"
-            rank = int(m.group("rank"))
-            pos = m.end()
-            m = _RANK.match(s, pos)
+        if s[:1] == "[" and (s.startswith("[rank") or s.startswith("[default")):
+            m = _RANK.match(s)
+            while m:  # "[rank0]:" and/or "[default0]:"
+                rank = int(m.group("rank"))
+                pos = m.end()
+                m = _RANK.match(s, pos)
         g = _GLOG.match(s, pos)
-        if g:
+        if g is not None:
             end = g.end()
-            msg = s[end:]
-            prefix = s[:end].rstrip(" ")
-            return (prefix, rank, int(g.group("pid")), g.group("cid"),
-                    g.group("art")[2:] if g.group("art") else None, g.group("level"),
-                    ("glog", g.group("md"), g.group("hms"), g.group("us")), msg)
+            level, md, hms, us, pid, _, _, cid, art = g.groups()
+            return (s[:end].rstrip(" "), rank, int(pid), cid, art[2:] if art else None, level,
+                    ("glog", md, hms, us), s[end:])
         o = _OLD.match(s, pos)
-        if o:
+        if o is not None:
             end = o.end()
-            logger = o.group("logger")
+            date, hms, ms, cid, logger, level = o.groups()
             art = logger.rsplit(".__", 1)[1] if ".__" in logger else None
-            return (s[:end].rstrip(" "), rank, None, o.group("cid"), art, o.group("level"),
-                    ("old", o.group("date"), o.group("hms"), o.group("ms")), s[end:])
+            return (s[:end].rstrip(" "), rank, None, cid, art, level, ("old", date, hms, ms), s[end:])
         return None
 
     def _prefixed(self, line_no, s, prefix, rank, pid, cid, art, level, tsraw, msg):

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The device-machine run behind sample_logs/ (one call of the device tool per part):
 #   bash benchmarks/bench_speedups_gpu.sh 1   hook overhead, ResNet speedups x3, the problem models
-#   bash benchmarks/bench_speedups_gpu.sh 2   transformers/timm speedups x3, reduce-overhead, max-autotune, GPU tests
+#   bash benchmarks/bench_speedups_gpu.sh 2   hook overhead again, transformers/timm speedups x3, GPU tests, max-autotune
+#   bash benchmarks/bench_speedups_gpu.sh 3   reduce-overhead training and default inference, x2
 # Everything it keeps goes to $OUT: logs, JSON summaries, and the bundles as one .tar.gz per part.
 set -u
 export PYTHONUNBUFFERED=1
@@ -30,16 +31,22 @@ if [ "$PART" = 1 ]; then
       --models mlp,item_branch,print_forward,changing_constant,varying_batch,varying_seqlen,dynamic_shapes \
       --modes default --train --steps 20 --warmup 3 --repeats 1 --timeout 90 --budget $(left x 480) \
       --out "$W/problems" --summary "$W/problems1.json" --quiet 2>&1 | quiet | tee -a "$LOG"
-else
-  timeout $(left x 330) python3 benchmarks/bench_speedups.py --models bert_base,gpt2,vit_tiny --modes default --train --amp \
-      --steps 30 --warmup 5 --repeats 3 --timeout 150 --budget $(left x 260) --out "$W/bench" \
+elif [ "$PART" = 2 ]; then
+  timeout 200 python3 benchmarks/bench_hooks_overhead.py --device cuda --amp --block 20 --blocks 20 \
+      --workloads resnet50:train,gpt2:train,resnet18:train,mlp:infer --json "$W/overhead2.json" 2>&1 | quiet | tee -a "$LOG"
+  timeout $(left x 440) python3 benchmarks/bench_speedups.py --models bert_base,gpt2,vit_tiny --modes default --train --amp \
+      --steps 50 --warmup 5 --repeats 3 --timeout 150 --budget $(left x 380) --out "$W/bench" \
       --summary "$W/speedups2.json" --quiet 2>&1 | quiet | tee -a "$LOG"
-  timeout $(left x 450) python3 benchmarks/bench_speedups.py --models resnet50,gpt2 --modes reduce-overhead --train --amp \
-      --steps 30 --warmup 5 --repeats 2 --timeout 120 --budget $(left x 400) --out "$W/ro" \
+  timeout $(left x 490) python3 -m pytest -q -m gpu tests/collectors -p no:cacheprovider 2>&1 | tail -25 | tee -a "$LOG"
+  timeout $(left x 530) python3 benchmarks/bench_speedups.py --models mlp --modes max-autotune --infer \
+      --steps 30 --warmup 5 --repeats 1 --timeout 40 --out "$W/ma" --summary "$W/speedups_ma.json" --quiet 2>&1 | quiet | tee -a "$LOG"
+else
+  timeout $(left x 300) python3 benchmarks/bench_speedups.py --models resnet50,gpt2 --modes reduce-overhead --train --amp \
+      --steps 50 --warmup 5 --repeats 2 --timeout 120 --budget $(left x 240) --out "$W/ro" \
       --summary "$W/speedups_ro.json" --quiet 2>&1 | quiet | tee -a "$LOG"
-  timeout $(left x 500) python3 benchmarks/bench_speedups.py --models mlp --modes max-autotune --infer \
-      --steps 30 --warmup 5 --repeats 1 --timeout 60 --out "$W/ma" --summary "$W/speedups_ma.json" --quiet 2>&1 | quiet | tee -a "$LOG"
-  timeout $(left x 530) python3 -m pytest -q -m gpu tests/collectors -p no:cacheprovider 2>&1 | tail -25 | tee -a "$LOG"
+  timeout $(left x 500) python3 benchmarks/bench_speedups.py --models resnet50,bert_base --modes default --infer --amp \
+      --steps 50 --warmup 5 --repeats 2 --timeout 120 --budget $(left x 420) --out "$W/infer" \
+      --summary "$W/speedups_infer.json" --quiet 2>&1 | quiet | tee -a "$LOG"
 fi
 cd "$W" && tar czf "$OUT/bundles$PART.tar.gz" --exclude='*.tmp' . ; du -sh "$W"
 # 8 files of 16 MB at most come back: cut a big archive into 15 MB parts (cat them to rejoin)

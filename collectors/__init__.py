@@ -2,4 +2,4 @@
 the eager-vs-compiled benchmark, and write bundles that ingest reads. Importing this package does
 not import torch; only the code that runs models does."""
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__
+from .version import __version__
 from .bench_worker import CSV_COLUMNS
 from .collect import archive_bundle, collect
 from .errors import CollectError, ModelUnavailableError, OutputNotWritableError, TorchMissingError

@@ -71,6 +71,8 @@ def make_step(torch, wl, model, batches, task, amp, device):
 
 def run_series(torch, step, n_warmup, n_steps, cuda):
     """-> (first_ms, warmup_ms list, steady_ms list, peak bytes or None)"""
+    import gc
+    gc.collect()
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -100,15 +102,15 @@ def run_series(torch, step, n_warmup, n_steps, cuda):
 
 
 def count_recompiles(utils) -> int:
-    n = 0
+    """Compiles of a frame after its first: distinct compile ids "<frame>/<n>" with n > 0 (several
+    metrics records can share one id, e.g. forward and backward; restarts "_<attempt>" are the same compile)."""
+    ids = set()
     for m in utils.get_compilation_metrics():
         cid = getattr(m, "compile_id", None) or ""
-        try:
-            frame_compile = int(cid.rsplit("/", 1)[-1].split("_")[0])
-        except ValueError:
-            continue
-        n += frame_compile > 0 and "_" not in cid.rsplit("/", 1)[-1]
-    return n
+        last = cid.rsplit("/", 1)[-1].split("_")[0]
+        if last.isdigit() and int(last) > 0:
+            ids.add(cid.split("_")[0])
+    return len(ids)
 
 
 def main(argv=None) -> int:

@@ -11,7 +11,7 @@ import sys
 
 from ingest.errors import CompileWatchError
 
-from . import __version__
+from .version import __version__
 
 DEFAULT_LOGS = "graph_breaks,recompiles,perf_hints"
 

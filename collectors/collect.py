@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ingest.bundle import TIMINGS, TORCH_LOGS, TRACE_DIR, Manifest, write_manifest
 
-from . import __version__
+from .version import __version__
 from .env import environment, looks_like_python, utc_now
 from .errors import CommandNotFoundError, OutputNotWritableError, TorchMissingError
 

@@ -210,22 +210,28 @@ class CallTimer:
 
     def _resolve(self, block: bool):
         with self._lock:
-            keep = []
-            for item in self._pending:
-                n, phase, (e0, e1) = item
+            pending = self._pending
+            if not pending:
+                return
+            # One stream, recorded in order: once an end event is done, all before it are. The CPU
+            # usually runs a step or two ahead of the GPU, so look at an older event, not the newest.
+            k = len(pending) if block else max(1, len(pending) - self._EVENT_BATCH // 2)
+            try:
+                if block:
+                    pending[-1][2][1].synchronize()
+                elif not pending[k - 1][2][1].query():
+                    return
+            except Exception:
+                self._pending = []
+                return
+            done, self._pending = pending[:k], pending[k:]
+            for n, phase, (e0, e1) in done:
                 try:
-                    if not block and not e1.query():
-                        keep.append(item)
-                        continue
-                    if block:
-                        e1.synchronize()
                     ms = e0.elapsed_time(e1)
                 except Exception:
                     continue
                 self._add(n, phase, ms, None)
                 self._free.append((e0, e1))
-            keep.sort(key=lambda it: it[0])
-            self._pending = keep
             self._adapt()
 
     def _adapt(self):
@@ -347,7 +353,7 @@ class Recorder:
             except Exception:
                 pass
             try:
-                out["compilation_metrics"] = [_metrics_row(m) for m in utils.get_compilation_metrics()]
+                out["compilation_metrics"] = _frame_metrics(utils)
             except Exception:
                 pass
         if torch is not None:
@@ -393,6 +399,11 @@ def _metrics_row(m) -> dict:
             "backend_compile_time_s", "inductor_compile_time_s", "code_gen_time_s", "fail_type",
             "fail_reason", "graph_op_count", "guard_count", "cache_size", "recompile_reason")
     return {k: getattr(m, k, None) for k in keep if getattr(m, k, None) is not None}
+
+
+def _frame_metrics(utils) -> list[dict]:
+    # One record per compiled frame (records without co_name are the same compile's backward etc.)
+    return [_metrics_row(m) for m in utils.get_compilation_metrics() if getattr(m, "co_name", None)]
 
 
 RECORDER = Recorder()

@@ -39,9 +39,11 @@ def parse_text(stream, sink) -> dict:
         sink.error(line_no, kind, message, excerpt[:300] if excerpt else "")
 
     class _CountingSink:
-        def row(self, table, row):
-            counts[table] = counts.get(table, 0) + 1
-            sink.row(table, row)
+        __slots__ = ()
+
+        def row(self, table, row, _get=counts.get, _row=sink.row):
+            counts[table] = _get(table, 0) + 1
+            _row(table, row)
 
         def error(self, line_no, kind, message, excerpt=""):
             on_error(line_no, kind, message, excerpt)

@@ -55,19 +55,20 @@ def parse(rec, ctx, sink) -> None:
         source="text",
     )
     sink.row("recompiles", row)
+    line_nos, start, cid, rank = rec.line_nos, rec.start_line, rec.compile_id, rec.rank
+    emit = sink.row
     for idx, raw, entry in failures:
-        g = classify_guard_failure(raw)
         grow = {
-            "line_no": rec.line_nos[idx + 1] if idx is not None else rec.start_line,
+            "line_no": line_nos[idx + 1] if idx is not None else start,
             "recompile_no": no,
-            "compile_id": rec.compile_id,
-            "rank": rec.rank,
+            "compile_id": cid,
+            "rank": rank,
             "function": fn,
             "failed_entry": entry,
             "raw": raw,
         }
-        grow.update(g)
-        sink.row("guard_failures", grow)
+        grow.update(classify_guard_failure(raw))
+        emit("guard_failures", grow)
 
 
 def _failures(lines):

@@ -25,7 +25,7 @@ from . import detect
 from .errors import BundleError, InputError, StoreError
 from .records import EVENT_TABLES
 
-FLUSH_ROWS = 20_000
+FLUSH_ROWS = 5_000
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, current file name)
 
 

@@ -43,19 +43,19 @@ def hotspot_bars(frame: pd.DataFrame, top: int = 15) -> alt.Chart:
     if frame.empty:
         return _empty(title)
     d = frame.head(top).copy()
-    d["break"] = (d["gb_type"].fillna(d["reason"]).fillna("?").str.slice(0, 60) + " @ "
+    d["break"] = (d["gb_type"].fillna(d["reason"]).fillna("?").str.slice(0, 48) + " @ "
                   + d["user_file"].fillna("?").str.split("/").str[-1] + ":" + d["user_line"].astype("string").fillna("?"))
     d["status"] = d["new_this_week"].map({True: "new this week"}).fillna("seen before")
     return alt.Chart(d, title=title).mark_bar().encode(
         x=alt.X("occurrences:Q", title="Occurrences (count)"),
-        y=alt.Y("break:N", sort="-x", title=None, axis=alt.Axis(labelLimit=420)),
+        y=alt.Y("break:N", sort="-x", title=None, axis=alt.Axis(labelLimit=360)),
         color=alt.Color("status:N", title="", scale=alt.Scale(domain=["seen before", "new this week"],
                                                                range=["#4c78a8", "#f58518"])),
         tooltip=[alt.Tooltip("break:N", title="Break"), alt.Tooltip("occurrences:Q", title="Occurrences", format=","),
                  alt.Tooltip("runs:Q", title="Runs"), alt.Tooltip("models:Q", title="Models"),
                  alt.Tooltip("torch_versions:N", title="Torch versions"),
                  alt.Tooltip("first_seen:T", title="First seen"), alt.Tooltip("last_seen:T", title="Last seen")],
-    ).properties(height=max(120, 24 * len(d)))
+    ).properties(height=alt.Step(26))
 
 
 def hotspot_trend(frame: pd.DataFrame) -> alt.Chart:
@@ -63,10 +63,10 @@ def hotspot_trend(frame: pd.DataFrame) -> alt.Chart:
     if frame.empty:
         return _empty(title)
     return alt.Chart(frame, title=title).mark_bar().encode(
-        x=alt.X("period:T", title="Period start (UTC)"),
+        x=alt.X("yearmonthdate(period):O", title="Period start (UTC day)"),
         y=alt.Y("sum(occurrences):Q", title="Occurrences (count)"),
-        color=alt.Color("label:N", title="Break", legend=alt.Legend(labelLimit=300, orient="bottom", columns=2)),
-        tooltip=[alt.Tooltip("period:T", title="Period"), alt.Tooltip("label:N", title="Break"),
+        color=alt.Color("label:N", title="Break", legend=alt.Legend(labelLimit=280)),
+        tooltip=[alt.Tooltip("yearmonthdate(period):T", title="Period"), alt.Tooltip("label:N", title="Break"),
                  alt.Tooltip("sum(occurrences):Q", title="Occurrences", format=",")],
     ).properties(height=HEIGHT)
 
@@ -81,7 +81,7 @@ def recompile_timeline(frame: pd.DataFrame) -> alt.Chart:
     x = (alt.X("t_s:Q", title="Time since first recompile (s)") if has_time
          else alt.X("seq:Q", title="Recompile number in the log (no timestamps)"))
     base = alt.Chart(frame).encode(
-        x=x, y=alt.Y("cumulative:Q", title="Recompiles of the function (cumulative count)"),
+        x=x, y=alt.Y("cumulative:Q", title="Recompiles (cumulative count)"),
         tooltip=[alt.Tooltip("function:N", title="Function"), alt.Tooltip("compile_id:N", title="Compile id"),
                  alt.Tooltip("t_s:Q", title="Time (s)", format=".1f"), alt.Tooltip("cumulative:Q", title="Recompile #"),
                  alt.Tooltip("category:N", title="Guard category"), alt.Tooltip("reason:N", title="First failed guard")])
@@ -120,7 +120,7 @@ def guard_category_bars(frame: pd.DataFrame) -> alt.Chart:
         tooltip=[alt.Tooltip("category:N", title="Category"), alt.Tooltip("failures:Q", title="Failures", format=","),
                  alt.Tooltip("runs:Q", title="Runs"), alt.Tooltip("functions:Q", title="Functions"),
                  alt.Tooltip("top_guard:N", title="Most common guard")],
-    ).properties(height=max(120, 28 * len(frame)))
+    ).properties(height=alt.Step(28))
 
 
 _TREND_FIELDS = {
@@ -176,7 +176,7 @@ def phase_timeline(frame: pd.DataFrame) -> alt.Chart:
         tooltip=[alt.Tooltip("compile_id:N", title="Compile id"), alt.Tooltip("name:N", title="Phase"),
                  alt.Tooltip("start_ms:Q", title="Start (ms)", format=",.0f"),
                  alt.Tooltip("duration_ms:Q", title="Duration (ms)", format=",.1f")],
-    ).properties(height=max(120, 22 * frame["compile_id"].nunique()))
+    ).properties(height=alt.Step(22))
 
 
 def step_times(frame: pd.DataFrame) -> alt.Chart:
@@ -211,4 +211,4 @@ def movers(frame: pd.DataFrame) -> alt.Chart:
                  alt.Tooltip("previous:Q", title="Previous", format=",.3f"),
                  alt.Tooltip("current:Q", title="Current", format=",.3f"),
                  alt.Tooltip("change_pct:Q", title="Change (%)", format="+.1f")],
-    ).properties(height=max(120, 24 * len(d)))
+    ).properties(height=alt.Step(24))

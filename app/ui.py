@@ -137,9 +137,24 @@ def init_widget(key: str, from_url, fallback, changed: bool) -> None:
         st.session_state[key] = fallback
 
 
+def _leave_legacy_pages_mode() -> None:
+    """Streamlit starts in its legacy pages/-folder mode because app/pages/ exists; it leaves it
+    when main.py calls st.navigation. If the first request after a server start is a deep link
+    (/hotspots?...), the page script runs alone: no navigation, no page config. Leave that mode
+    and rerun, so main.py runs and resolves the same page (url_path = file name) with its query.
+    AppTest re-enters that mode on every run by design, and a rerun there would swallow clicks."""
+    from streamlit import config
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def page(title: str, *, default_days: int = 7, icon: str | None = None, require_data: bool = True) -> Filters:
     """Title, the sidebar's global filters (model, torch version, label, time window) and the
     empty-database check. Returns the global Filters; page-specific fields are added by the page."""
+    _leave_legacy_pages_mode()
     st.title(title)
     if not require_data:
         return Filters()
@@ -240,3 +255,39 @@ def hint_lines(hints: str | None) -> list[str]:
         return [str(h) for h in value] if isinstance(value, list) else [str(value)]
     except (ValueError, TypeError):
         return [hints]
+
+
+# -- tables ----------------------------------------------------------------------------------------
+def table(frame: pd.DataFrame | None, *, key: str | None = None, empty: str | None = None,
+          hide: tuple[str, ...] = (), **columns) -> None:
+    """A full-width table with column_config given as keyword arguments (column=config, or None to
+    hide). Nothing for a failed load (the error is already shown); `empty` as a caption for no rows."""
+    if frame is None:
+        return
+    if frame.empty:
+        if empty:
+            st.caption(empty)
+        return
+    shown = frame.drop(columns=[c for c in hide if c in frame.columns])
+    st.dataframe(shown, hide_index=True, width="stretch", key=key, column_config=columns or None)
+
+
+def text_col(label: str, width: str | None = None, **kw):
+    return st.column_config.TextColumn(label, width=width, **kw)
+
+
+def count_col(label: str, **kw):
+    return st.column_config.NumberColumn(label, format="localized", **kw)
+
+
+def num_col(label: str, fmt: str, **kw):
+    """fmt in printf style with the unit: "%.2f s", "%.3f×", "%+.1f%%", "%.2f ms"."""
+    return st.column_config.NumberColumn(label, format=fmt, **kw)
+
+
+def time_col(label: str, fmt: str = "YYYY-MM-DD HH:mm", **kw):
+    return st.column_config.DatetimeColumn(label, format=fmt, **kw)
+
+
+def link_col(label: str, text: str = "open", **kw):
+    return st.column_config.LinkColumn(label, display_text=text, **kw)

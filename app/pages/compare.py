@@ -63,7 +63,8 @@ if summary is not None and len(summary) == 2:
              ("Limit hits / run", "limit_hits", "lower", "{:,.2f}", True),
              ("Geomean speedup", "geomean_speedup", "higher", "{:.3f}×", False),
              ("Compile time / run", "compile_s_per_run", "lower", "{:,.1f} s", False)]
-    for col, (label, key, better, fmt, divide) in zip(st.columns(len(items)), items):
+    cols = st.columns(4) + st.columns(4)  # two rows: labels stay readable
+    for col, (label, key, better, fmt, divide) in zip(cols, items):
         va = per_run(sa, key) if divide else sa[key]
         vb = per_run(sb, key) if divide else sb[key]
         ok = va is not None and vb is not None and va == va and vb == vb
@@ -77,49 +78,30 @@ elif summary is not None:
 
 st.subheader("Graph breaks: new and fixed")
 d = ui.load(compare.break_diff, f)
-if d is not None and d.empty:
-    st.caption("No graph breaks on either side.")
-elif d is not None:
+if d is not None and not d.empty:
     counts = d["status"].value_counts()
     st.markdown(f":red[**{counts.get('new', 0)} new**] · :green[**{counts.get('fixed', 0)} fixed**] · "
                 f"{counts.get('more', 0)} more often · {counts.get('fewer', 0)} less often")
-    st.dataframe(d.drop(columns=["break_key"]), hide_index=True, width="stretch", key="cmp_breaks", column_config={
-        "status": st.column_config.TextColumn("Status", width="small"),
-        "reason": st.column_config.TextColumn("Reason", width="large"),
-        "per_run_a": st.column_config.NumberColumn("Per run A", format="%.2f"),
-        "per_run_b": st.column_config.NumberColumn("Per run B", format="%.2f"),
-        "runs_a": st.column_config.NumberColumn("Runs A"), "runs_b": st.column_config.NumberColumn("Runs B"),
-    })
+ui.table(d, key="cmp_breaks", empty="No graph breaks on either side.", hide=("break_key",),
+         status=ui.text_col("Status", "small"), gb_type=ui.text_col("Break type", "medium"),
+         reason=ui.text_col("Reason", "large"), location=ui.text_col("User code", "medium"),
+         per_run_a=ui.num_col("Per run A", "%.2f"), per_run_b=ui.num_col("Per run B", "%.2f"),
+         runs_a=ui.count_col("Runs A"), runs_b=ui.count_col("Runs B"))
 
 left, right = st.columns(2)
 with left:
     st.subheader("Recompiles per function")
-    d = ui.load(compare.recompile_diff, f)
-    if d is not None and d.empty:
-        st.caption("No recompiles on either side.")
-    elif d is not None:
-        st.dataframe(d, hide_index=True, width="stretch", key="cmp_recompiles", column_config={
-            "recompiles_a": st.column_config.NumberColumn("Per run A", format="%.2f"),
-            "recompiles_b": st.column_config.NumberColumn("Per run B", format="%.2f"),
-            "delta": st.column_config.NumberColumn("Δ per run", format="%+.2f"),
-            "limit_hits_a": st.column_config.NumberColumn("Limit hits A", format="%.2f"),
-            "limit_hits_b": st.column_config.NumberColumn("Limit hits B", format="%.2f"),
-            "top_category_b": st.column_config.TextColumn("Top guard failure in B"),
-        })
+    ui.table(ui.load(compare.recompile_diff, f), key="cmp_recompiles", empty="No recompiles on either side.",
+             function=ui.text_col("Function"), recompiles_a=ui.num_col("Per run A", "%.2f"),
+             recompiles_b=ui.num_col("Per run B", "%.2f"), delta=ui.num_col("Δ per run", "%+.2f"),
+             limit_hits_a=ui.num_col("Limit hits A", "%.2f"), limit_hits_b=ui.num_col("Limit hits B", "%.2f"),
+             top_category_b=ui.text_col("Top guard failure in B"))
 with right:
     st.subheader("Speedup per model")
-    d = ui.load(compare.speedup_diff, f)
-    if d is not None and d.empty:
-        st.caption("No benchmark results on either side.")
-    elif d is not None:
-        st.dataframe(d, hide_index=True, width="stretch", key="cmp_speedups", column_config={
-            "speedup_a": st.column_config.NumberColumn("Speedup A", format="%.3f×"),
-            "speedup_b": st.column_config.NumberColumn("Speedup B", format="%.3f×"),
-            "speedup_change_pct": st.column_config.NumberColumn("Δ", format="%+.1f%%"),
-            "compile_s_a": st.column_config.NumberColumn("Compile A", format="%.1f s"),
-            "compile_s_b": st.column_config.NumberColumn("Compile B", format="%.1f s"),
-            "memory_ratio_a": st.column_config.NumberColumn("Memory A", format="%.3f×"),
-            "memory_ratio_b": st.column_config.NumberColumn("Memory B", format="%.3f×"),
-        })
+    ui.table(ui.load(compare.speedup_diff, f), key="cmp_speedups", empty="No benchmark results on either side.",
+             model=ui.text_col("Model"), speedup_a=ui.num_col("Speedup A", "%.3f×"),
+             speedup_b=ui.num_col("Speedup B", "%.3f×"), speedup_change_pct=ui.num_col("Δ", "%+.1f%%"),
+             compile_s_a=ui.num_col("Compile A", "%.1f s"), compile_s_b=ui.num_col("Compile B", "%.1f s"),
+             memory_ratio_a=ui.num_col("Memory A", "%.3f×"), memory_ratio_b=ui.num_col("Memory B", "%.3f×"))
 
 ui.set_url(f)

@@ -22,11 +22,11 @@ table = ui.load(hotspots.hotspots, f)
 if table is not None and table.empty:
     st.info("No graph breaks match these filters. Widen the time window or clear the search.", icon=":material/check_circle:")
 elif table is not None:
-    chart_col, trend_col = st.columns(2)
-    chart_col.altair_chart(charts.hotspot_bars(table), width="stretch")
+    bars_tab, trend_tab = st.tabs(["Most frequent", "Over time"])
+    bars_tab.altair_chart(charts.hotspot_bars(table), width="stretch")
     trend = ui.load(hotspots.hotspot_trend, f)
     if trend is not None:
-        trend_col.altair_chart(charts.hotspot_trend(trend), width="stretch")
+        trend_tab.altair_chart(charts.hotspot_trend(trend), width="stretch")
 
     view = table.assign(location=table["user_file"].fillna("?") + ":" + table["user_line"].astype("string").fillna("?"),
                         what=table["gb_type"].fillna(table["reason"]))
@@ -43,16 +43,11 @@ elif table is not None:
         key="hs_table", on_select=_picked, selection_mode="single-row", hide_index=True, width="stretch",
         column_config={
             "new_this_week": st.column_config.CheckboxColumn("New", width="small", help="First seen in the last 7 days of the window"),
-            "what": st.column_config.TextColumn("Break type", width="medium"),
-            "reason": st.column_config.TextColumn("Reason (normalised)", width="large"),
-            "location": st.column_config.TextColumn("User code", width="medium"),
-            "occurrences": st.column_config.NumberColumn("Occurrences", format="localized"),
-            "runs": st.column_config.NumberColumn("Runs", format="localized"),
-            "models": st.column_config.NumberColumn("Models"),
-            "first_seen": st.column_config.DatetimeColumn("First seen", format="YYYY-MM-DD HH:mm"),
-            "last_seen": st.column_config.DatetimeColumn("Last seen", format="YYYY-MM-DD HH:mm"),
-            "torch_versions": st.column_config.TextColumn("Torch versions"),
-            "model_list": st.column_config.TextColumn("Models affected"),
+            "what": ui.text_col("Break type", "medium"), "reason": ui.text_col("Reason (normalised)", "large"),
+            "location": ui.text_col("User code", "medium"), "occurrences": ui.count_col("Occurrences"),
+            "runs": ui.count_col("Runs"), "models": ui.count_col("Models"), "first_seen": ui.time_col("First seen"),
+            "last_seen": ui.time_col("Last seen"), "torch_versions": ui.text_col("Torch versions"),
+            "model_list": ui.text_col("Models affected"),
         })
     f = f.replace(break_key=st.session_state["hs_break"])
 
@@ -82,14 +77,12 @@ elif table is not None:
                 st.markdown("**Example user stack** (latest occurrence)")
                 st.code(b["example_stack"] or "no stack in the log", language="python")
         runs = ui.load(hotspots.hotspot_runs, f)
-        if runs is not None and not runs.empty:
-            runs = runs.assign(open=[ui.link("run", f, run_id=r) for r in runs["run_id"]])
-            st.dataframe(runs, hide_index=True, width="stretch", key="hs_runs", column_config={
-                "run_id": st.column_config.TextColumn("Run"),
-                "run_time": st.column_config.DatetimeColumn("Started", format="YYYY-MM-DD HH:mm"),
-                "occurrences": st.column_config.NumberColumn("Occurrences"),
-                "compile_ids": st.column_config.TextColumn("Compile ids"),
-                "open": st.column_config.LinkColumn("Run detail", display_text="open"),
-            })
+        if runs is not None:
+            st.markdown("**Runs it occurred in** (newest first)")
+            ui.table(runs.assign(open=[ui.link("run", f, run_id=r) for r in runs["run_id"]]), key="hs_runs",
+                     run_id=ui.text_col("Run"), model=ui.text_col("Model"), torch_version=ui.text_col("Torch"),
+                     label=ui.text_col("Label"), run_time=ui.time_col("Started"),
+                     occurrences=ui.count_col("Occurrences"), compile_ids=ui.text_col("Compile ids"),
+                     open=ui.link_col("Run detail"))
 
 ui.set_url(f)

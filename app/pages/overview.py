@@ -18,23 +18,14 @@ if kpis is not None:
 
 movers = ui.load(overview.movers, f)
 if movers is not None:
-    worse, better = st.columns(2)
-    cfg = {
-        "model": st.column_config.TextColumn("Model", width="small"),
-        "metric": st.column_config.TextColumn("Metric", width="medium"),
-        "previous": st.column_config.NumberColumn("Previous", format="%.3f"),
-        "current": st.column_config.NumberColumn("Current", format="%.3f"),
-        "change_pct": st.column_config.NumberColumn("Change", format="%+.1f%%"),
-        "verdict": None,
-    }
-    for col, verdict, title in ((worse, "worse", ":red[Got worse]"), (better, "better", ":green[Got better]")):
+    for col, verdict, title in zip(st.columns(2), ("worse", "better"), (":red[Got worse]", ":green[Got better]")):
         with col:
             st.subheader(title)
-            part = movers[movers["verdict"] == verdict]
-            if part.empty:
-                st.caption(f"Nothing {verdict} beyond ±{overview.NOISE_PCT:.0f}% per model.")
-            else:
-                st.dataframe(part, column_config=cfg, hide_index=True, width="stretch", key=f"ov_{verdict}")
+            ui.table(movers[movers["verdict"] == verdict], key=f"ov_{verdict}",
+                     empty=f"Nothing {verdict} beyond ±{overview.NOISE_PCT:.0f}% per model.",
+                     model=ui.text_col("Model", "small"), metric=ui.text_col("Metric", "medium"),
+                     previous=ui.num_col("Previous", "%.3f"), current=ui.num_col("Current", "%.3f"),
+                     change_pct=ui.num_col("Change", "%+.1f%%"), verdict=None)
 
 daily = ui.load(overview.daily, f)
 if daily is not None:
@@ -44,37 +35,25 @@ left, right = st.columns(2)
 with left:
     st.subheader("Top graph-break hotspots")
     top = ui.load(hotspots.hotspots, f.replace(limit=10))
-    if top is not None and not top.empty:
+    if top is not None:
         top = top.assign(detail=[ui.link("hotspots", f, break_key=k) for k in top["break_key"]],
                          what=[ui.short(t or r, 70) for t, r in zip(top["gb_type"], top["reason"])])
-        st.dataframe(top[["what", "occurrences", "runs", "models", "new_this_week", "detail"]], hide_index=True,
-                     width="stretch", key="ov_hotspots", column_config={
-                         "what": st.column_config.TextColumn("Break", width="large"),
-                         "occurrences": st.column_config.NumberColumn("Occurrences", format="localized"),
-                         "runs": st.column_config.NumberColumn("Runs"),
-                         "models": st.column_config.NumberColumn("Models"),
-                         "new_this_week": st.column_config.CheckboxColumn("New"),
-                         "detail": st.column_config.LinkColumn("Detail", display_text="open"),
-                     })
-    elif top is not None:
-        st.caption("No graph breaks in this window.")
+        ui.table(top[["what", "occurrences", "runs", "models", "new_this_week", "detail"]], key="ov_hotspots",
+                 empty="No graph breaks in this window.",
+                 what=ui.text_col("Break", "large"), occurrences=ui.count_col("Occurrences"),
+                 runs=ui.count_col("Runs"), models=ui.count_col("Models"),
+                 new_this_week=st.column_config.CheckboxColumn("New"), detail=ui.link_col("Detail"))
 with right:
     st.subheader("Top recompile storms")
     storms = ui.load(recompiles.storms, f.replace(limit=10))
-    if storms is not None and not storms.empty:
+    if storms is not None:
         storms = storms.assign(detail=[ui.link("recompiles", f, run_id=r, function=fn)
                                        for r, fn in zip(storms["run_id"], storms["function"])])
-        st.dataframe(storms[["function", "model", "recompiles", "limit_hits", "top_category", "storm", "detail"]],
-                     hide_index=True, width="stretch", key="ov_storms", column_config={
-                         "function": st.column_config.TextColumn("Function"),
-                         "model": st.column_config.TextColumn("Model"),
-                         "recompiles": st.column_config.NumberColumn("Recompiles"),
-                         "limit_hits": st.column_config.NumberColumn("Limit hits"),
-                         "top_category": st.column_config.TextColumn("Top guard failure"),
-                         "storm": st.column_config.CheckboxColumn("Storm"),
-                         "detail": st.column_config.LinkColumn("Detail", display_text="open"),
-                     })
-    elif storms is not None:
-        st.caption("No recompiles in this window.")
+        ui.table(storms[["function", "model", "recompiles", "limit_hits", "top_category", "storm", "detail"]],
+                 key="ov_storms", empty="No recompiles in this window.",
+                 function=ui.text_col("Function"), model=ui.text_col("Model"),
+                 recompiles=ui.count_col("Recompiles"), limit_hits=ui.count_col("Limit hits"),
+                 top_category=ui.text_col("Top guard failure"), storm=st.column_config.CheckboxColumn("Storm"),
+                 detail=ui.link_col("Detail"))
 
 ui.set_url(f)

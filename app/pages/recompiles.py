@@ -11,7 +11,7 @@ url = from_params(ui.url_params())
 st.caption(f"A **storm**: the recompile limit was hit, one function recompiled ≥ {recompiles.MANY_RECOMPILES} "
            f"times in a run, or ≥ {recompiles.BURST_PER_MINUTE} recompiles landed within one minute.")
 
-c1, c2 = st.columns([1, 1], vertical_alignment="bottom")
+c1, _, c2 = st.columns([2, 3, 1], vertical_alignment="bottom")
 ui.page_state("rc_only_storms", None, False)
 only_storms = c1.toggle("Only storms", key="rc_only_storms")
 ui.page_state("rc_limit", None, 50)
@@ -36,18 +36,13 @@ elif table is not None:
                "span_s", "top_category", "torch_version"]],
         key="rc_table", on_select=_picked, selection_mode="single-row", hide_index=True, width="stretch",
         column_config={
-            "storm": st.column_config.CheckboxColumn("Storm", width="small"),
-            "why": st.column_config.TextColumn("Why", width="medium"),
-            "function": st.column_config.TextColumn("Function"),
-            "model": st.column_config.TextColumn("Model", width="small"),
-            "run_id": st.column_config.TextColumn("Run"),
-            "run_time": st.column_config.DatetimeColumn("Started", format="YYYY-MM-DD HH:mm"),
-            "recompiles": st.column_config.NumberColumn("Recompiles", format="localized"),
-            "limit_hits": st.column_config.NumberColumn("Limit hits"),
-            "burst": st.column_config.NumberColumn("Max / minute", help="Most recompiles within one minute"),
-            "span_s": st.column_config.NumberColumn("Span", format="%.0f s", help="First to last recompile"),
-            "top_category": st.column_config.TextColumn("Top guard failure"),
-            "torch_version": st.column_config.TextColumn("Torch"),
+            "storm": st.column_config.CheckboxColumn("Storm", width="small"), "why": ui.text_col("Why", "medium"),
+            "function": ui.text_col("Function"), "model": ui.text_col("Model", "small"), "run_id": ui.text_col("Run"),
+            "run_time": ui.time_col("Started"), "recompiles": ui.count_col("Recompiles"),
+            "limit_hits": ui.count_col("Limit hits"),
+            "burst": ui.count_col("Max / minute", help="Most recompiles within one minute"),
+            "span_s": ui.num_col("Span", "%.0f s", help="First to last recompile"),
+            "top_category": ui.text_col("Top guard failure"), "torch_version": ui.text_col("Torch"),
         })
 
 pick = st.session_state.get("rc_pick")
@@ -77,19 +72,12 @@ elif cats is not None:
                 st.markdown(row.hint)
                 st.caption("Most common guard")
                 st.code(row.top_guard or row.example or "", language=None)
-    guards = ui.load(recompiles.top_guards, f.replace(run_id=None, function=None, limit=20))
-    if guards is not None and not guards.empty:
-        st.markdown("**Guards that fail most**")
-        st.dataframe(guards, hide_index=True, width="stretch", key="rc_guards", column_config={
-            "guard": st.column_config.TextColumn("Guard (numbers stripped)", width="large"),
-            "category": st.column_config.TextColumn("Category"),
-            "source_name": st.column_config.TextColumn("Source"),
-            "failures": st.column_config.NumberColumn("Failures", format="localized"),
-            "runs": st.column_config.NumberColumn("Runs", format="localized"),
-            "functions": st.column_config.TextColumn("Functions"),
-            "expected": st.column_config.TextColumn("Expected (example)"),
-            "actual": st.column_config.TextColumn("Actual (example)"),
-        })
+    st.markdown("**Guards that fail most**")
+    ui.table(ui.load(recompiles.top_guards, f.replace(run_id=None, function=None, limit=20)), key="rc_guards",
+             guard=ui.text_col("Guard (numbers stripped)", "large"), category=ui.text_col("Category"),
+             source_name=ui.text_col("Source"), failures=ui.count_col("Failures"), runs=ui.count_col("Runs"),
+             functions=ui.text_col("Functions"), expected=ui.text_col("Expected (example)"),
+             actual=ui.text_col("Actual (example)"))
 if table is not None and (table["limit_hits"] > 0).any():
     st.warning(hints.LIMIT_HINT, icon=":material/warning:")
 

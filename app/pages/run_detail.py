@@ -2,6 +2,7 @@
 step times (warm-up against steady state), ingest errors and its raw files."""
 import json
 
+import pandas as pd
 import streamlit as st
 
 from app import charts, ui
@@ -35,18 +36,26 @@ if m is None or m.empty:
     ui.set_url(f)
     st.stop()
 run = m.iloc[0]
-cols = st.columns(6)
-for col, (label, value) in zip(cols, [("Model", run["model"]), ("Torch", run["torch_version"]),
-                                      ("Label", run["label"]), ("Git commit", run["git_commit"]),
-                                      ("GPU", run["gpu_name"]), ("End", run["end_reason"])]):
-    col.metric(label, value if value is not None and value == value else "–", border=True)
+
+
+def _v(value) -> str:
+    return "–" if value is None or pd.isna(value) else str(value)
+
+
+# Facts as text (metric tiles would cut a GPU name or a commit hash).
+facts = [("Model", run["model"]), ("Torch", run["torch_version"]), ("Label", run["label"]),
+         ("Git commit", run["git_commit"]), ("GPU", run["gpu_name"]), ("Started (UTC)", run["run_time"]),
+         ("End", f"{_v(run['end_reason'])} (exit {_v(run['exit_status'])})")]
+for col, (label, value) in zip(st.columns(len(facts)), facts):
+    col.caption(label)
+    col.markdown(f"**{_v(value)}**")
 cols = st.columns(5)
 for col, key, label in zip(cols, ["compiles", "graph_breaks", "recompiles", "limit_hits", "ingest_errors"],
                            ["Compiles", "Graph breaks", "Recompiles", "Limit hits", "Ingest errors"]):
     col.metric(label, f"{int(run[key]):,}", border=True)
 with st.expander("Manifest"):
-    st.caption(f"Command: `{run['command'] or '?'}` · host {run['host'] or '?'} · started {run['started_at']} · "
-               f"source {run['source'] or '?'}")
+    st.caption(f"Command: `{_v(run['command'])}` · host {_v(run['host'])} · source {_v(run['source'])} · "
+               f"triton {_v(run['triton_version'])} · CUDA {_v(run['cuda_version'])} · Python {_v(run['python_version'])}")
     try:
         st.json(json.loads(run["manifest_json"]) if run["manifest_json"] else {}, expanded=False)
     except (TypeError, ValueError):
@@ -55,96 +64,79 @@ with st.expander("Manifest"):
 tabs = st.tabs(["Compiles", "Compile phases", "Graph breaks", "Recompiles", "Step times", "Benchmark",
                 "Ingest errors", "Raw files"])
 with tabs[0]:
-    d = ui.load(run_detail.compiles, f)
-    if d is not None:
-        st.dataframe(d, hide_index=True, width="stretch", key="rd_compiles", column_config={
-            "compile_id": st.column_config.TextColumn("Compile id", width="small"),
-            "entire_frame_compile_time_s": st.column_config.NumberColumn("Frame compile", format="%.2f s"),
-            "backend_compile_time_s": st.column_config.NumberColumn("Backend", format="%.2f s"),
-            "inductor_compile_time_s": st.column_config.NumberColumn("Inductor", format="%.2f s"),
-            "code_gen_time_s": st.column_config.NumberColumn("Codegen", format="%.2f s"),
-            "started": st.column_config.DatetimeColumn("Started (UTC)", format="HH:mm:ss"),
-        })
+    ui.table(ui.load(run_detail.compiles, f), key="rd_compiles", empty="No compiles recorded for this run.",
+             compile_id=ui.text_col("Compile id", "small"), rank=ui.count_col("Rank"), co_name=ui.text_col("Function"),
+             code=ui.text_col("Code", "medium"),
+             entire_frame_compile_time_s=ui.num_col("Frame compile", "%.2f s"),
+             backend_compile_time_s=ui.num_col("Backend", "%.2f s"), inductor_compile_time_s=ui.num_col("Inductor", "%.2f s"),
+             code_gen_time_s=ui.num_col("Codegen", "%.2f s"), guard_count=ui.count_col("Guards"),
+             shape_env_guard_count=ui.count_col("Shape guards"), graph_op_count=ui.count_col("Ops"),
+             graph_node_count=ui.count_col("Nodes"), graph_input_count=ui.count_col("Inputs"),
+             cache_size=ui.count_col("Cache size"), is_recompile=st.column_config.CheckboxColumn("Recompile"),
+             recompile_reason=ui.text_col("Recompile reason", "medium"), fail_type=ui.text_col("Failure"),
+             fail_reason=ui.text_col("Failure reason", "medium"), started=ui.time_col("Started (UTC)", "HH:mm:ss"))
 with tabs[1]:
     d = ui.load(run_detail.phases, f)
     if d is not None:
         st.altair_chart(charts.phase_timeline(d), width="stretch")
-    d = ui.load(run_detail.phase_totals, f)
-    if d is not None and not d.empty:
-        st.dataframe(d, hide_index=True, key="rd_phase_totals", column_config={
-            "total_s": st.column_config.NumberColumn("Total", format="%.2f s"),
-            "max_s": st.column_config.NumberColumn("Longest", format="%.2f s")})
+    ui.table(ui.load(run_detail.phase_totals, f), key="rd_phase_totals", name=ui.text_col("Phase"),
+             count=ui.count_col("Count"), total_s=ui.num_col("Total", "%.2f s"), max_s=ui.num_col("Longest", "%.2f s"))
 with tabs[2]:
     d = ui.load(run_detail.breaks, f)
-    if d is not None and d.empty:
-        st.caption("No graph breaks in this run.")
-    elif d is not None:
+    if d is not None:
         d = d.assign(across_runs=[ui.link("hotspots", f.replace(run_id=None), break_key=k) for k in d["break_key"]])
-        st.dataframe(d.drop(columns=["break_key", "user_stack", "explanation", "hints"]), hide_index=True,
-                     width="stretch", key="rd_breaks", column_config={
-                         "occurrences": st.column_config.NumberColumn("Occurrences"),
-                         "reason": st.column_config.TextColumn("Reason", width="large"),
-                         "first_line": st.column_config.NumberColumn("Log line", format="%d"),
-                         "across_runs": st.column_config.LinkColumn("Across runs", display_text="hotspot"),
-                     })
+    ui.table(d, key="rd_breaks", empty="No graph breaks in this run.",
+             hide=("break_key", "user_stack", "explanation", "hints"),
+             occurrences=ui.count_col("Occurrences"), gb_type=ui.text_col("Break type", "medium"),
+             reason=ui.text_col("Reason", "large"), location=ui.text_col("User code", "medium"),
+             compile_ids=ui.text_col("Compile ids"), first_line=ui.num_col("Log line", "%d"),
+             across_runs=ui.link_col("Across runs", "hotspot"))
 with tabs[3]:
-    d = ui.load(run_detail.recompiles, f)
-    if d is not None and d.empty:
-        st.caption("No recompiles in this run.")
-    elif d is not None:
-        st.dataframe(d, hide_index=True, width="stretch", key="rd_recompiles", column_config={
-            "guard": st.column_config.TextColumn("First failed guard", width="large"),
-            "at": st.column_config.DatetimeColumn("At (UTC)", format="HH:mm:ss"),
-            "line_no": st.column_config.NumberColumn("Log line", format="%d"),
-        })
-        lh = ui.load(run_detail.limit_hits, f)
-        if lh is not None and not lh.empty:
-            st.warning(f"Recompile limit hit {len(lh)} time(s): these functions ran eagerly afterwards.",
-                       icon=":material/warning:")
-            st.dataframe(lh, hide_index=True, width="stretch", key="rd_limits")
+    ui.table(ui.load(run_detail.recompiles, f), key="rd_recompiles", empty="No recompiles in this run.",
+             recompile_no=ui.count_col("#"), compile_id=ui.text_col("Compile id", "small"),
+             function=ui.text_col("Function"), location=ui.text_col("Code"), at=ui.time_col("At (UTC)", "HH:mm:ss"),
+             category=ui.text_col("Guard category"), guard=ui.text_col("First failed guard", "large"),
+             line_no=ui.num_col("Log line", "%d"))
+    lh = ui.load(run_detail.limit_hits, f)
+    if lh is not None and not lh.empty:
+        st.warning(f"Recompile limit hit {len(lh)} time(s): these functions ran eagerly afterwards.",
+                   icon=":material/warning:")
+        ui.table(lh, key="rd_limits", limit_name=ui.text_col("Limit"), limit_value=ui.count_col("Value"),
+                 reason=ui.text_col("Last guard failure", "large"))
 with tabs[4]:
     d = ui.load(run_detail.step_summary, f)
-    if d is not None and d.empty:
-        st.caption("No step timings (the collector's timing hooks write them to timings.json).")
-    elif d is not None:
-        st.dataframe(d, hide_index=True, width="stretch", key="rd_steps", column_config={
-            "median_ms": st.column_config.NumberColumn("Median", format="%.2f ms"),
-            "p90_ms": st.column_config.NumberColumn("p90", format="%.2f ms"),
-            "min_ms": st.column_config.NumberColumn("Min", format="%.2f ms"),
-            "max_ms": st.column_config.NumberColumn("Max", format="%.2f ms"),
-            "peak_mem_gib": st.column_config.NumberColumn("Peak memory", format="%.2f GiB"),
-        })
+    ui.table(d, key="rd_steps", empty="No step timings (the collector's timing hooks write them to timings.json).",
+             callable=ui.text_col("Callable"), mode=ui.text_col("Mode"), phase=ui.text_col("Phase"),
+             steps=ui.count_col("Steps"), median_ms=ui.num_col("Median", "%.2f ms"), p90_ms=ui.num_col("p90", "%.2f ms"),
+             min_ms=ui.num_col("Min", "%.2f ms"), max_ms=ui.num_col("Max", "%.2f ms"),
+             peak_mem_gib=ui.num_col("Peak memory", "%.2f GiB"))
+    if d is not None and not d.empty:
         s = ui.load(run_detail.step_series, f)
         if s is not None:
             st.altair_chart(charts.step_times(s), width="stretch")
 with tabs[5]:
-    d = ui.load(run_detail.bench, f)
-    if d is not None and d.empty:
-        st.caption("No benchmark results for this run.")
-    elif d is not None:
-        st.dataframe(d, hide_index=True, width="stretch", key="rd_bench", column_config={
-            "speedup": st.column_config.NumberColumn("Speedup", format="%.3f×"),
-            "abs_latency_ms": st.column_config.NumberColumn("Compiled", format="%.2f ms"),
-            "eager_latency_ms": st.column_config.NumberColumn("Eager", format="%.2f ms"),
-            "compilation_latency_s": st.column_config.NumberColumn("Compile", format="%.1f s"),
-            "compression_ratio": st.column_config.NumberColumn("Memory ratio", format="%.3f×"),
-        })
+    ui.table(ui.load(run_detail.bench, f), key="rd_bench", empty="No benchmark results for this run.",
+             speedup=ui.num_col("Speedup", "%.3f×"), abs_latency_ms=ui.num_col("Compiled", "%.2f ms"),
+             eager_latency_ms=ui.num_col("Eager", "%.2f ms"), compilation_latency_s=ui.num_col("Compile", "%.1f s"),
+             compression_ratio=ui.num_col("Memory ratio", "%.3f×"), eager_peak_mem_gb=ui.num_col("Eager peak", "%.2f GB"),
+             dynamo_peak_mem_gb=ui.num_col("Compiled peak", "%.2f GB"))
 with tabs[6]:
     d = ui.load(run_detail.errors_summary, f)
     if d is not None and d.empty:
         st.success("Every line of this run's files parsed.", icon=":material/check:")
     elif d is not None:
-        st.dataframe(d, hide_index=True, width="stretch", key="rd_errors_summary")
-        e = ui.load(run_detail.errors, f)
-        if e is not None:
-            st.dataframe(e, hide_index=True, width="stretch", key="rd_errors", column_config={
-                "line_no": st.column_config.NumberColumn("Line", format="%d"),
-                "excerpt": st.column_config.TextColumn("Excerpt", width="large")})
+        ui.table(d, key="rd_errors_summary", original_name=ui.text_col("File"), kind=ui.text_col("Kind"),
+                 errors=ui.count_col("Errors"), first_line=ui.num_col("First line", "%d"),
+                 example=ui.text_col("Example", "large"))
+        ui.table(ui.load(run_detail.errors, f), key="rd_errors", original_name=ui.text_col("File"),
+                 line_no=ui.num_col("Line", "%d"), kind=ui.text_col("Kind"), message=ui.text_col("Message", "medium"),
+                 excerpt=ui.text_col("Excerpt", "large"))
 with tabs[7]:
     d = ui.load(run_detail.files, f)
+    ui.table(d, key="rd_files", empty="No files recorded for this run.", hide=("stored_path", "sha256"),
+             original_name=ui.text_col("File", "medium"), size_bytes=ui.count_col("Size (bytes)"),
+             records=ui.count_col("Events"), errors=ui.count_col("Errors"), ingested_at=ui.time_col("Ingested (UTC)"))
     if d is not None:
-        st.dataframe(d.drop(columns=["stored_path", "sha256"]), hide_index=True, width="stretch", key="rd_files",
-                     column_config={"size_bytes": st.column_config.NumberColumn("Size (bytes)", format="localized")})
         folder = ui.get_store().folder
         for row in d.itertuples():
             path = folder / row.stored_path if row.stored_path else None

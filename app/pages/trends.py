@@ -28,16 +28,12 @@ elif trend is not None:
     if by_version is not None and not by_version.empty:
         left, right = st.columns([1, 1])
         left.altair_chart(charts.by_version(by_version, dim), width="stretch")
-        right.dataframe(by_version, hide_index=True, width="stretch", key="tr_by_version", column_config={
-            "version": st.column_config.TextColumn(names[dim]),
-            "geomean_speedup": st.column_config.NumberColumn("Geomean speedup", format="%.3f×"),
-            "compile_s": st.column_config.NumberColumn("Compile time", format="%.1f s"),
-            "memory_ratio": st.column_config.NumberColumn("Memory ratio", format="%.3f×"),
-            "models": st.column_config.NumberColumn("Models"),
-            "runs": st.column_config.NumberColumn("Runs", format="localized"),
-            "first_run": st.column_config.DatetimeColumn("First run", format="YYYY-MM-DD"),
-            "last_run": st.column_config.DatetimeColumn("Last run", format="YYYY-MM-DD"),
-        })
+        with right:
+            ui.table(by_version, key="tr_by_version", version=ui.text_col(names[dim]),
+                     geomean_speedup=ui.num_col("Geomean speedup", "%.3f×"), compile_s=ui.num_col("Compile time", "%.1f s"),
+                     memory_ratio=ui.num_col("Memory ratio", "%.3f×"), models=ui.count_col("Models"),
+                     runs=ui.count_col("Runs"), first_run=ui.time_col("First run", "YYYY-MM-DD"),
+                     last_run=ui.time_col("Last run", "YYYY-MM-DD"))
 
     st.subheader(f"{names[dim]} against {names[dim].lower()}")
     versions = ui.load(speedups.versions, f)
@@ -79,7 +75,7 @@ elif trend is not None:
                        "(speedup and memory ratio: higher is better; compile time: lower is better).")
             st.dataframe(styled, hide_index=True, width="stretch", key="tr_table", column_config={
                 "model": st.column_config.TextColumn("Model", width="medium"),
-                "speedup_a": f"Speedup A", "speedup_b": "Speedup B", "speedup_change_pct": "Speedup Δ",
+                "speedup_a": "Speedup A", "speedup_b": "Speedup B", "speedup_change_pct": "Speedup Δ",
                 "compile_s_a": "Compile A", "compile_s_b": "Compile B", "compile_change_pct": "Compile Δ",
                 "memory_ratio_a": "Memory ratio A", "memory_ratio_b": "Memory ratio B", "memory_change_pct": "Memory Δ",
             })

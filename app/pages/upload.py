@@ -61,14 +61,10 @@ if result is not None and not result.empty:
     n = result["status"].value_counts()
     st.success(f"{n.get('stored', 0)} stored · {n.get('partial', 0)} partial (some lines unreadable) · "
                f"{n.get('duplicate', 0)} duplicates · {n.get('failed', 0)} failed", icon=":material/done_all:")
-    st.dataframe(result, hide_index=True, width="stretch", key="up_table", column_config={
-        "file": st.column_config.TextColumn("File", width="medium"),
-        "events": st.column_config.NumberColumn("Events stored", format="localized"),
-        "errors": st.column_config.NumberColumn("Errors", format="localized",
-                                                help="Lines that could not be parsed; listed on the run's page"),
-        "duplicate": st.column_config.CheckboxColumn("Duplicate"),
-        "message": st.column_config.TextColumn("Message", width="large"),
-    })
+    ui.table(result, key="up_table", file=ui.text_col("File", "medium"), kind=ui.text_col("Kind"),
+             status=ui.text_col("Status"), run_id=ui.text_col("Run"), events=ui.count_col("Events stored"),
+             errors=ui.count_col("Errors", help="Lines that could not be parsed; listed on the run's page"),
+             duplicate=st.column_config.CheckboxColumn("Duplicate"), message=ui.text_col("Message", "large"))
     runs = [r for r in result["run_id"].dropna().unique()]
     for r in runs[:10]:
         st.page_link("pages/run_detail.py", label=f"Open run {r}", icon=":material/description:", query_params={"run": r})
@@ -77,12 +73,10 @@ st.subheader("Recently ingested")
 recent = ui.load(upload.recent_files, Filters(limit=50))
 if recent is not None and recent.empty:
     ui.empty_state()
-elif recent is not None:
-    st.dataframe(recent, hide_index=True, width="stretch", key="up_recent", column_config={
-        "ingested_at": st.column_config.DatetimeColumn("Ingested (UTC)", format="YYYY-MM-DD HH:mm"),
-        "size_bytes": st.column_config.NumberColumn("Size (bytes)", format="localized"),
-        "records": st.column_config.NumberColumn("Events", format="localized"),
-    })
+ui.table(recent, key="up_recent", ingested_at=ui.time_col("Ingested (UTC)"), original_name=ui.text_col("File", "medium"),
+         kind=ui.text_col("Kind"), status=ui.text_col("Status"), records=ui.count_col("Events"),
+         errors=ui.count_col("Errors"), size_bytes=ui.count_col("Size (bytes)"), run_id=ui.text_col("Run"),
+         model=ui.text_col("Model"), label=ui.text_col("Label"), torch_version=ui.text_col("Torch"))
 
 with st.expander("Settings"):
     st.dataframe(pd.DataFrame(settings.as_rows()), hide_index=True, width="stretch", key="up_settings")

@@ -12,12 +12,12 @@ payload string, i.e. of the payload lines with their leading tab removed, joined
 ``src/lib.rs`` checks it the same way). ``{"str": ["path", idx]}`` envelopes intern file names that
 later stack frames refer to by index.
 
-A file object is read in 1 MiB blocks and cut into records (an envelope line and its payload lines)
-with one regex scan, so the per-line Python work of a plain line loop is paid per record instead; any
-other iterable of bytes lines is read line by line, with the same results (tests check both on every
-real log). Only envelope lines are json-decoded; payloads are joined and md5-checked in C (``b"".join``
-+ ``bytes.replace`` + ``hashlib.md5``, every payload, as tlparse does) and decoded to text only when a
-parser asks. Memory is bounded by the largest single record, not by the file.
+The reader iterates the stream line by line (bytes). A payload line costs one slice compare and one
+list append; only envelope lines are json-decoded; payloads are joined and md5-checked in C
+(``b"".join`` + ``bytes.replace`` + ``hashlib.md5``, every payload, as tlparse does) and decoded to
+text only when a parser asks. Memory is bounded by the largest single record, not by the file.
+(Cutting whole records out of 1 MiB blocks with a regex instead was tried and measured: no faster
+than this loop, since json decoding and hashing dominate, so the simpler loop stayed.)
 
 Nothing here raises on bad input: every problem is reported with ``sink.error(line_no, kind, ...)``
 using the kinds of ``ingest.records.ERROR_KINDS`` and reading goes on.
@@ -55,8 +55,6 @@ KNOWN_EVENTS = frozenset((
 ))
 
 _HEX32 = re.compile(r"[0-9a-f]{32}\Z")
-_RECORD_START = re.compile(rb"\n(?=[^\t])")
-_BLOCK = 1 << 20
 _EXCERPT = 200
 
 
@@ -226,21 +224,17 @@ class EnvelopeReader:
         return env
 
     def envelopes(self, stream):
-        """Yield each Envelope of ``stream``, payload attached. ``stream`` is a binary file object
-        (read in large blocks) or any iterable of bytes lines; both read the same."""
-        read = getattr(stream, "read", None)
+        """Yield each Envelope of ``stream`` (a binary file object or any iterable of bytes lines),
+        payload attached."""
         start = self.line_no
         try:
-            if read is not None:
-                yield from self._from_blocks(read)
-            else:
-                yield from self._from_lines(stream)
+            yield from self._from_lines(stream)
         finally:
             self.stats.lines += self.line_no - start
 
     def _line(self, raw: bytes, out: list) -> None:
-        """The reader's whole state machine, one line at a time; the two loops below only take
-        shortcuts that are equivalent to calling this for each line."""
+        """The reader's whole state machine, one line at a time; _from_lines only short-cuts payload
+        lines, appending them exactly as this would."""
         self.line_no += 1
         if raw[:1] == b"\t":
             if self._pending is not None:
@@ -274,7 +268,7 @@ class EnvelopeReader:
     def _from_lines(self, stream):
         out: list = []
         tab = b"\t"
-        raw = b"\n"
+        raw = None
         lines = self._lines
         collecting = self._pending is not None and not self._blanks
         n = 0
@@ -294,71 +288,8 @@ class EnvelopeReader:
                     out.clear()
         finally:
             self.line_no += n
-            self._last_newline = raw.endswith(b"\n")
-
-    def _from_blocks(self, read):
-        # A record is a line plus the tab-indented payload lines after it, so a record starts after
-        # every newline not followed by a tab. Records are cut out of 1 MiB blocks with one regex
-        # scan, and a regular record (an envelope line, then only tab lines) costs one _line call and
-        # one list append however long its payload is. Anything else (blank lines inside a payload,
-        # stray payload lines, garbage) goes line by line through _line, so both readers agree.
-        out: list = []
-        carry: list = []          # the last, maybe incomplete, record of the blocks read so far
-        at_line_start = True      # the bytes so far end with a newline (or there are none)
-        record = self._record
-        while True:
-            block = read(_BLOCK)
-            if not block:
-                break
-            starts = [m.end() for m in _RECORD_START.finditer(block)]
-            if at_line_start and block[0] != 9:
-                starts.insert(0, 0)
-            at_line_start = block.endswith(b"\n")
-            if not starts:
-                carry.append(block)
-                continue
-            if carry:
-                carry.append(block[:starts[0]])
-                joined = b"".join(carry)
-                record(joined, 0, len(joined), out)
-            else:
-                record(block, 0, starts[0], out)
-            for a, b in zip(starts, starts[1:]):
-                record(block, a, b, out)
-            carry = [block[starts[-1]:]]
-            if out:
-                yield from out
-                out.clear()
-        if carry:
-            joined = b"".join(carry)
-            record(joined, 0, len(joined), out)
-            if out:
-                yield from out
-        self._last_newline = at_line_start
-
-    def _record(self, buf: bytes, s: int, e: int, out: list) -> None:
-        """buf[s:e] is one record: searched in place, payload kept as a memoryview until joined."""
-        if s >= e:
-            return
-        nl = buf.find(b"\n", s, e)
-        if nl < 0 or nl == e - 1:
-            self._line(buf[s:e], out)
-            return
-        p = nl + 1
-        if buf[s] in (9, 10, 13):   # stray payload lines, or a blank / CR line that payload lines follow
-            for ln in _split_lines(buf[s:e]):
-                self._line(ln, out)
-            return
-        self._line(buf[s:p], out)
-        n = buf.count(b"\n", p, e) + (buf[e - 1] != 10)
-        if self._pending is not None and not self._blanks:
-            self._lines.append(memoryview(buf)[p:e])
-        else:
-            if not self._orphans:
-                self._orphan_line = self.line_no + 1
-            self._orphans += n
-        self.line_no += n
-
+            if raw is not None:
+                self._last_newline = raw.endswith(b"\n")
 
     def close(self):
         """End of input: returns the last envelope if it was waiting for more payload, else None."""
@@ -420,15 +351,6 @@ class EnvelopeReader:
             stats.unknown_events[name] += 1
         stats.events[name] += 1
         return Envelope(line_no, name, data)
-
-
-def _split_lines(data: bytes) -> list:
-    """Lines as a binary file iterates them: split after each newline only."""
-    parts = data.split(b"\n")
-    lines = [p + b"\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
 
 
 def _is_text(raw: bytes) -> bool:

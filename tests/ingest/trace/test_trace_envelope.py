@@ -1,5 +1,5 @@
 """The envelope reader's contracts: the md5 as torch computes it, compile-id strings as tlparse prints
-them, and the block reader (file objects) agreeing with the line reader on every real log."""
+them, and a file object reading like a plain list of lines on every real log."""
 from __future__ import annotations
 
 import hashlib
@@ -47,19 +47,8 @@ def _all_logs():
 
 
 @pytest.mark.parametrize("path", _all_logs(), ids=lambda p: p.name)
-def test_block_reader_equals_line_reader(path):
+def test_file_object_equals_list_of_lines(path):
     data = read_log(path)
     a, b = parse_bytes(data), parse_bytes(data, by_lines=True)
     assert a.rows == b.rows and a.errors == b.errors
     assert a.metadata == b.metadata
-
-
-def test_small_blocks_equal_large_blocks(monkeypatch):
-    """Record boundaries falling on block edges: read 1 byte, 7 bytes, 4 KiB at a time."""
-    from ingest.trace import envelope
-
-    data = read_log(fixture_logs()[-1])
-    ref = summary(parse_bytes(data))
-    for size in (1, 7, 4096):
-        monkeypatch.setattr(envelope, "_BLOCK", size)
-        assert summary(parse_bytes(data)) == ref

@@ -120,31 +120,3 @@ def test_interned_index_from_an_earlier_piece_resolves_to_none():
     assert (c["compile_id"], c["co_name"], c["co_filename"]) == ("0/1", "k", None)
     with_table = parse_bytes(b"".join(ln for ln in lines[:k] if b'{"str"' in ln) + lines[k])
     assert with_table.rows["compiles"][0]["co_filename"].endswith("recompile_limit.py")
-
-
-@SETTINGS
-@given(st.sampled_from(sorted(LOGS)), st.data())
-def test_block_reader_split_anywhere_with_carried_state_is_exact(name, data):
-    """The block reader (file objects) cut at any byte, even inside a line, across two feeds."""
-    import io
-
-    raw = LOGS[name]
-    k = data.draw(st.integers(0, len(raw)))
-    if k and raw[k - 1:k] != b"\n":
-        # a cut inside a line is a line break for a line reader too: compare with that
-        expect_data = None
-    else:
-        expect_data = raw
-    sink = CollectingSink()
-    p = TraceParser(sink)
-    p.feed(io.BytesIO(raw[:k]))
-    p.feed(io.BytesIO(raw[k:]))
-    p.close()
-    lines_sink = CollectingSink()
-    q = TraceParser(lines_sink)
-    q.feed(iter(split_lines(raw[:k])))
-    q.feed(iter(split_lines(raw[k:])))
-    q.close()
-    assert _records(sink) == _records(lines_sink)
-    if expect_data is not None:
-        assert _records(sink) == _records(WHOLE[name])

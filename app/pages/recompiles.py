@@ -15,7 +15,7 @@ c1, _, c2 = st.columns([2, 3, 1], vertical_alignment="bottom")
 ui.page_state("rc_only_storms", None, False)
 only_storms = c1.toggle("Only storms", key="rc_only_storms")
 ui.page_state("rc_limit", None, 50)
-limit = c2.selectbox("Show", [20, 50, 100, 200], key="rc_limit", format_func=lambda n: f"top {n} run × function")
+limit = c2.selectbox("Show", [20, 50, 100, 200], key="rc_limit", format_func=lambda n: f"top {n}")
 f = f.replace(limit=int(limit))
 
 table = ui.load(recompiles.storms, f)
@@ -36,7 +36,7 @@ elif table is not None:
                "span_s", "top_category", "torch_version"]],
         key="rc_table", on_select=_picked, selection_mode="single-row", hide_index=True, width="stretch",
         column_config={
-            "storm": st.column_config.CheckboxColumn("Storm", width="small"), "why": ui.text_col("Why", "medium"),
+            "storm": st.column_config.CheckboxColumn("Storm", width="small"), "why": ui.text_col("Why", "large"),
             "function": ui.text_col("Function"), "model": ui.text_col("Model", "small"), "run_id": ui.text_col("Run"),
             "run_time": ui.time_col("Started"), "recompiles": ui.count_col("Recompiles"),
             "limit_hits": ui.count_col("Limit hits"),

@@ -101,3 +101,13 @@ def test_compiled_autograd_ids():
     # phases keep our compile_id format, not torch's args string ("!0" for a compiled-autograd-only id)
     ca = {p["compile_id"] for p in sink.rows["compile_phases"] if p["compile_id"].startswith("!")}
     assert ca == {"!0/-/-", "!0/1/0", "!1/-/-", "!1/3/0"}
+
+
+def test_graph_break_that_skips_the_frame():
+    sink = parse_path(FIXTURES / "graph_break_skip.log.gz")
+    (b,) = sink.rows["graph_breaks"]
+    assert b["reason"].startswith("Failed to handle graph break gracefully. Skipping the function")
+    assert (b["gb_type"], b["gb_code"], b["user_line"], b["user_function"]) == (
+        "Failed to trace builtin operator", "GB0059", 13, "h")  # the print line
+    (c,) = sink.rows["compiles"]
+    assert (c["compile_id"], c["fail_type"], c["restart_reasons"]) == ("0/0", "Unsupported", "[]")

@@ -84,6 +84,8 @@ def from_params(params: dict[str, str | list[str]]) -> Filters:
         d = _parse_date(_one(params.get(key)))
         if d:
             kw[name] = d
+    if kw.get("start") and kw.get("end") and kw["start"] > kw["end"]:
+        kw["start"], kw["end"] = kw["end"], kw["start"]
     if _one(params.get("new")) in ("1", "true", "yes"):
         kw["only_new"] = True
     if kw.get("dimension") not in DIMENSIONS:

@@ -189,9 +189,11 @@ def page(title: str, *, default_days: int = 7, icon: str | None = None, require_
         # Pages with the same default span share the window (weekly pages, history pages).
         window_key = f"g_window_{default_days}"
         init_widget(window_key, url_window, rem_window, changed)
+        # A linked window far outside the data is still a valid window: widen the picker's range to it.
+        chosen = [d for d in (st.session_state.get(window_key) or ()) if isinstance(d, date)]
         window = st.date_input("Time window (UTC days of run start)", key=window_key,
-                               min_value=min(first_day, default_window[0]) - timedelta(days=365),
-                               max_value=max(last_day, date.today()) + timedelta(days=1))
+                               min_value=min([first_day, default_window[0]] + chosen) - timedelta(days=365),
+                               max_value=max([last_day, date.today()] + chosen) + timedelta(days=1))
         def _reset():
             for key in ("g_models", "g_torch", "g_labels"):
                 st.session_state[key] = []

@@ -27,6 +27,8 @@ def test_filters_round_trip_through_the_query_string():
 def test_bad_query_values_are_ignored_not_raised():
     f = from_params({"from": "yesterday", "to": "2026-13-40", "by": "drop table", "model": ["a", ""]})
     assert (f.start, f.end, f.dimension, f.models) == (None, None, "torch_version", ("a",))
+    f = from_params({"from": "2026-11-20", "to": "2026-11-01"})
+    assert (f.start, f.end) == (date(2026, 11, 1), date(2026, 11, 20))
 
 
 def test_previous_window_has_the_same_length():

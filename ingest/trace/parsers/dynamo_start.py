@@ -39,4 +39,14 @@ def finish(ctx) -> None:
             "co_firstlineno": line,
             "is_recompile": bool(env.frame_compile_id),
         })
+        if env.frame_compile_id:
+            # still a compile of the frame after its first, even if it never finished
+            no = ctx.recompile_nos.pop(key, None) or ctx.next_recompile_no()
+            reason = ctx.recompile_reasons.pop(key, None)
+            ctx.sink.row("recompiles", {
+                "line_no": line_no, "recompile_no": no, "compile_id": env.compile_id, "rank": env.rank,
+                "function": name, "file": filename, "line": line, "ts": None,
+                "reason": reason.split("\nUser stack trace:", 1)[0].strip() if reason else None,
+                "source": "trace",
+            })
     ctx.started.clear()

@@ -186,3 +186,14 @@ def test_two_sessions_in_one_file_count_twice(name):
     nos = [r["recompile_no"] for r in twice.rows["recompiles"]]
     assert nos == list(range(1, len(nos) + 1))
     assert sorted({g["recompile_no"] for g in twice.rows["guard_failures"]}) == nos
+
+
+def test_recompile_cut_off_before_its_metrics_still_counts():
+    """A log that ends after the recompile's dynamo_start (the process died mid-compile)."""
+    k = next(i for i, ln in enumerate(LINES) if b'{"dynamo_start"' in ln and b'"frame_compile_id": 1' in ln)
+    sink = parse_bytes(b"".join(LINES[: k + 1]))
+    assert sink.errors == []
+    (r,) = sink.rows["recompiles"]
+    assert (r["compile_id"], r["function"], r["recompile_no"]) == ("0/1", "k", 1)
+    assert r["reason"].startswith("0/0: mode == 'a'")
+    assert [g["recompile_no"] for g in sink.rows["guard_failures"]] == [1]

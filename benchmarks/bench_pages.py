@@ -99,6 +99,7 @@ def selections(db: Path) -> dict[str, list[tuple[str, dict]]]:
         versions = [r[0] for r in con.execute(
             "SELECT torch_version FROM runs GROUP BY torch_version ORDER BY count(*) DESC LIMIT 2").fetchall()]
         first, last = con.execute("SELECT min(started_at)::DATE, max(started_at)::DATE FROM runs").fetchone()
+        heavy_model = one("SELECT r.model FROM graph_breaks g JOIN runs r USING (run_id) GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")
     finally:
         con.close()
     out: dict[str, list[tuple[str, dict]]] = defaultdict(list)
@@ -108,6 +109,9 @@ def selections(db: Path) -> dict[str, list[tuple[str, dict]]]:
             out[page].append(("whole year", year))
         out["pages/hotspots.py"].append(("year, search 'item()'", {**year, "q": "item()"}))
         out["pages/hotspots.py"].append(("year, only new", {**year, "new": "1"}))
+        if heavy_model:  # a filter interaction: one model over the year
+            for page in ("pages/overview.py", "pages/hotspots.py", "pages/recompiles.py"):
+                out[page].append((f"year, model {heavy_model}", {**year, "model": heavy_model}))
     if heavy:
         out["pages/run_detail.py"].append(("heaviest run", {"run": heavy}))
     if heavy and other:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", default=None)
-    p.add_argument("--workloads", default="mlp:infer", help="model:task,... (built-in models)")
+    p.add_argument("--workloads", default="mlp:infer", help="model:task[:batch],... (built-in models)")
     p.add_argument("--mode", default="default")
     p.add_argument("--block", type=int, default=20, help="steps per timed block")
     p.add_argument("--blocks", type=int, default=20, help="blocks per variant")
@@ -54,9 +54,9 @@ def main(argv=None) -> int:
     compile_fn = hooks.ORIGINAL_COMPILE or torch.compile
     results = []
     for spec in args.workloads.split(","):
-        name, _, task = spec.partition(":")
+        name, task, bs = (spec.split(":") + ["", ""])[:3]
         task = task or "train"
-        wl = build(name, device)
+        wl = build(name, device, int(bs) if bs else None)
         train = task == "train"
         wl.model.train(train)
         compiled = compile_fn(wl.model, mode=None if args.mode == "default" else args.mode, **wl.compile_kwargs)
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
         td = timer.to_dict()
         per_call_us = direct_cost_us(torch, hooks, timer.sample_every, cuda)
         calls_per_step = 1
-        r = {"workload": spec, "device": device, "mode": args.mode, "compile_s": round(compile_s, 2),
+        r = {"workload": spec, "batch_size": wl.batch_size, "device": device, "mode": args.mode, "compile_s": round(compile_s, 2),
              "plain_ms": round(mp, 4), "hooked_ms": round(mh, 4), "ratio": round(mh / mp, 4),
              "paired_ratio_median": round(statistics.median(pairs), 4),
              "paired_ratio_min": round(min(pairs), 4), "paired_ratio_max": round(max(pairs), 4),

@@ -221,10 +221,19 @@ def link(page_path: str, f: Filters, **fields) -> str:
     return page_path + "?" + urlencode(to_params(f.replace(**fields)), doseq=True)
 
 
-def short(text: str | None, n: int = 80) -> str:
-    if not text:
+def short(text, n: int = 80) -> str:
+    if text is None or (not isinstance(text, str) and pd.isna(text)) or not text:
         return ""
+    text = str(text)
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def first_text(*values) -> str:
+    """The first value that is a non-empty string (null-safe: NaN and pd.NA are skipped)."""
+    for v in values:
+        if isinstance(v, str) and v:
+            return v
+    return ""
 
 
 def fmt_value(value, unit: str = "") -> str:
@@ -250,7 +259,7 @@ def hint_lines(hints: str | None) -> list[str]:
     """The hints column holds a JSON list (torch 2.7+ graph-break hints) or plain text."""
     import json
 
-    if not hints:
+    if not isinstance(hints, str) or not hints:
         return []
     try:
         value = json.loads(hints)

@@ -59,14 +59,15 @@ elif table is not None:
             st.caption("Not among the breaks listed above with these filters.")
         else:
             b = match.iloc[0]
-            st.subheader(ui.short(b["gb_type"] or b["reason"], 120))
-            st.markdown(f"`{b['user_file']}:{b['user_line']}` in `{b['user_function'] or '?'}`"
-                        + (f" · {b['gb_code']}" if b["gb_code"] else ""))
+            st.subheader(ui.short(ui.first_text(b["gb_type"], b["reason"], "Graph break"), 120))
+            code = ui.first_text(b["gb_code"])
+            st.markdown(f"`{ui.first_text(b['user_file'], '?')}:{b['user_line']}` in "
+                        f"`{ui.first_text(b['user_function'], '?')}`" + (f" · {code}" if code else ""))
             left, right = st.columns(2)
             with left:
                 st.markdown("**Reason**")
-                st.text(b["reason"] or "–")
-                if b["explanation"]:
+                st.text(ui.first_text(b["reason"], "–"))
+                if ui.first_text(b["explanation"]):
                     st.markdown("**Explanation**")
                     st.markdown(b["explanation"])
                 hints = ui.hint_lines(b["hints"])
@@ -75,7 +76,7 @@ elif table is not None:
                     st.markdown("\n".join(f"- {h}" for h in hints))
             with right:
                 st.markdown("**Example user stack** (latest occurrence)")
-                st.code(b["example_stack"] or "no stack in the log", language="python")
+                st.code(ui.first_text(b["example_stack"], "no stack in the log"), language="python")
         runs = ui.load(hotspots.hotspot_runs, f)
         if runs is not None:
             st.markdown("**Runs it occurred in** (newest first)")

@@ -71,7 +71,7 @@ elif cats is not None:
             with st.expander(f"**{row.category}** · {row.failures:,} failures in {row.runs:,} runs"):
                 st.markdown(row.hint)
                 st.caption("Most common guard")
-                st.code(row.top_guard or row.example or "", language=None)
+                st.code(ui.first_text(row.top_guard, row.example), language=None)
     st.markdown("**Guards that fail most**")
     ui.table(ui.load(recompiles.top_guards, f.replace(run_id=None, function=None, limit=20)), key="rc_guards",
              guard=ui.text_col("Guard (numbers stripped)", "large"), category=ui.text_col("Category"),

@@ -24,18 +24,13 @@ def hotspots(con, f: Filters) -> pd.DataFrame:
     explanation, hints, an example user stack, new_this_week. Most frequent first, f.limit rows;
     f.search narrows to breaks whose type, reason or file contains it, f.only_new to new ones."""
     cte, params = runs_cte(f)
-    search = ""
-    if f.search:
-        search = ("WHERE concat_ws(' ', gb.gb_type, gb.reason, gb.user_file, gb.user_function, gb.gb_code) "
-                  "ILIKE '%' || ? || '%'")
-        params = params + [f.search]
     sql = f"""
     WITH {cte},
     g AS (
         SELECT {BREAK_KEY} AS break_key, gb.run_id, gb.gb_type, gb.gb_code, gb.reason, gb.reason_norm,
                gb.explanation, gb.hints, gb.user_file, gb.user_line, gb.user_function, gb.user_stack,
                fr.model, fr.torch_version, fr.run_time
-        FROM graph_breaks gb JOIN fr USING (run_id) {search}
+        FROM graph_breaks gb JOIN fr USING (run_id)
     ),
     agg AS (
         SELECT break_key,
@@ -66,12 +61,15 @@ def hotspots(con, f: Filters) -> pd.DataFrame:
     )
     SELECT agg.*, ever.first_seen_ever, ever.first_seen_ever >= ? AS new_this_week
     FROM agg LEFT JOIN ever USING (break_key)
-    WHERE NOT ? OR ever.first_seen_ever >= ?
+    WHERE (NOT ? OR ever.first_seen_ever >= ?)
+      -- searched on the aggregated breaks (hundreds), not on every occurrence (millions)
+      AND (?::VARCHAR IS NULL OR concat_ws(' ', agg.break_key, agg.gb_type, agg.gb_code, agg.reason, agg.user_file,
+                                          agg.user_function) ILIKE '%' || ? || '%')
     ORDER BY occurrences DESC, break_key
     LIMIT ?
     """
     since = new_since(f)
-    return df(con, sql, params + [since, bool(f.only_new), since, int(f.limit)])
+    return df(con, sql, params + [since, bool(f.only_new), since, f.search, f.search, int(f.limit)])
 
 
 def hotspot_trend(con, f: Filters, top: int = 8) -> pd.DataFrame:

@@ -112,14 +112,20 @@ def guard_categories(con, f: Filters) -> pd.DataFrame:
     """Guard-failure categories ranked by failures: runs and functions affected, the most common
     guard (guard_key) with an example raw guard, and a fix hint."""
     cte, params = runs_cte(f)
+    # Two levels: (category, run, function, guard) first, so the distinct counts and the mode run
+    # over a few thousand groups instead of millions of failures.
     sql = f"""
     WITH {cte},
-    g AS (SELECT coalesce(gf.category, 'other') AS category, gf.run_id, gf.function, gf.guard_key, gf.raw
-          FROM guard_failures gf JOIN fr USING (run_id))
-    SELECT category, count(*) AS failures, count(DISTINCT run_id) AS runs,
-           count(DISTINCT function) AS functions,
-           mode(guard_key) AS top_guard, any_value(left(raw, 300)) AS example
-    FROM g GROUP BY category ORDER BY failures DESC LIMIT 20
+    g AS (SELECT coalesce(gf.category, 'other') AS category, gf.run_id, gf.function, gf.guard_key,
+                 count(*) AS n, any_value(gf.raw) AS raw
+          FROM guard_failures gf WHERE gf.run_id IN (SELECT run_id FROM fr) GROUP BY ALL),
+    k AS (SELECT category, arg_max(guard_key, n) AS top_guard, arg_max(raw, n) AS example
+          FROM (SELECT category, guard_key, sum(n) AS n, any_value(raw) AS raw FROM g GROUP BY ALL)
+          GROUP BY category)
+    SELECT category, sum(n)::BIGINT AS failures, count(DISTINCT run_id) AS runs,
+           count(DISTINCT function) AS functions, any_value(k.top_guard) AS top_guard,
+           left(any_value(k.example), 300) AS example
+    FROM g JOIN k USING (category) GROUP BY category ORDER BY failures DESC, category LIMIT 20
     """
     out = df(con, sql, params)
     out["hint"] = [guard_hint(c) for c in out["category"]]
@@ -130,12 +136,15 @@ def top_guards(con, f: Filters) -> pd.DataFrame:
     """The guards that fail most (grouped by number-free guard_key), with where and an example."""
     cte, params = runs_cte(f)
     sql = f"""
-    WITH {cte}
-    SELECT coalesce(gf.guard_key, left(gf.raw, 120)) AS guard, any_value(gf.category) AS category,
-           any_value(gf.source_name) AS source_name, count(*) AS failures,
-           count(DISTINCT gf.run_id) AS runs, string_agg(DISTINCT gf.function, ', ') AS functions,
-           any_value(gf.expected) AS expected, any_value(gf.actual) AS actual
-    FROM guard_failures gf JOIN fr USING (run_id)
-    GROUP BY 1 ORDER BY failures DESC LIMIT ?
+    WITH {cte},
+    g AS (SELECT coalesce(gf.guard_key, left(gf.raw, 120)) AS guard, gf.function, gf.run_id, count(*) AS n,
+                 any_value(gf.category) AS category, any_value(gf.source_name) AS source_name,
+                 any_value(gf.expected) AS expected, any_value(gf.actual) AS actual
+          FROM guard_failures gf WHERE gf.run_id IN (SELECT run_id FROM fr) GROUP BY 1, 2, 3)
+    SELECT guard, any_value(category) AS category, any_value(source_name) AS source_name,
+           sum(n)::BIGINT AS failures, count(DISTINCT run_id) AS runs,
+           string_agg(DISTINCT function, ', ') AS functions,
+           any_value(expected) AS expected, any_value(actual) AS actual
+    FROM g GROUP BY guard ORDER BY failures DESC, guard LIMIT ?
     """
     return df(con, sql, params + [int(f.limit)])

@@ -41,6 +41,10 @@ BREAKS = [
          hints='["Avoid calling the function `rand`.", "Wrap it in torch.compiler.disable."]',
          user_file="/home/team/data/augment.py", user_line=17, user_function="jitter"),
 ]
+# torch < 2.7 text logs: no gb_type, code, explanation or hints; only the reason and the user frame.
+OLD_STYLE_BREAK = dict(gb_type=None, gb_code=None, reason="call_function BuiltinVariable(open) [ConstantVariable()] {}",
+                       explanation=None, hints=None, user_file="/home/team/data/loader.py", user_line=12,
+                       user_function="read_shard")
 NEW_BREAK = dict(gb_type="Unsupported Tensor.item() call with capture_scalar_outputs=False", gb_code="GB0124",
                  reason="Tensor.item() call with capture_scalar_outputs=False",
                  explanation="Dynamo does not support tracing `Tensor.item()` with config.capture_scalar_outputs=False.",
@@ -56,7 +60,7 @@ GUARDS = [
 
 
 def break_key(b: dict) -> str:
-    return f"{b['gb_type']}|{b['user_file']}:{b['user_line']}"
+    return f"{b['gb_type'] or b['reason']}|{b['user_file']}:{b['user_line']}"
 
 
 def build_rows(end: date = END, days: int = 28, runs_per_day: int = 2, seed: int = 7) -> dict[str, pd.DataFrame]:
@@ -122,6 +126,11 @@ def build_rows(end: date = END, days: int = 28, runs_per_day: int = 2, seed: int
                                                  source="trace_artifact", reason_norm=b["reason"], break_key=break_key(b),
                                                  user_stack=f'File "{b["user_file"]}", line {b["user_line"]}, in {b["user_function"]}',
                                                  nested=False, **b))
+        if model == "resnet50":
+            b = OLD_STYLE_BREAK
+            rows["graph_breaks"].append(dict(run_id=run_id, file_id=fid, line_no=line + 2, compile_id="2/0", rank=0,
+                                             source="text", reason_norm=b["reason"], break_key=break_key(b),
+                                             user_stack=None, nested=False, **b))
         if recent and model in ("hf_Bert", "llama_7b"):
             b = NEW_BREAK
             rows["graph_breaks"].append(dict(run_id=run_id, file_id=fid, line_no=line + 1, compile_id="1/0", rank=0,

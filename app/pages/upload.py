@@ -1,6 +1,7 @@
 """Upload: many logs, bundles and archives at once; a result row per file."""
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -31,7 +32,14 @@ if go and files:
     tmp = Path(tempfile.mkdtemp(prefix="cw-upload-"))
     bar = st.progress(0.0, text="Starting…")
 
+    last = [0.0]
+
     def progress(done: int, total: int, name: str) -> None:
+        # At most ~5 updates a second: each one is a message to the browser.
+        now = time.monotonic()
+        if now - last[0] < 0.2 and done < total:
+            return
+        last[0] = now
         frac = min(1.0, done / total) if total else 1.0
         bar.progress(frac, text=f"{name or 'done'} · {done / 2**20:,.1f} of {total / 2**20:,.1f} MiB")
 

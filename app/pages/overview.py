@@ -14,7 +14,8 @@ if kpis is not None:
     for col, row in zip(st.columns(len(kpis)), kpis.itertuples()):
         col.metric(row.label, ui.fmt_value(row.current, row.unit), delta=ui.fmt_change(row.change_pct),
                    delta_color=ui.delta_color(row.better), border=True,
-                   help=f"Previous window: {ui.fmt_value(row.previous, row.unit)}")
+                   help=(overview.METRIC_HELP.get(row.metric, "")
+                         + f" Previous window: {ui.fmt_value(row.previous, row.unit)}."))
 
 movers = ui.load(overview.movers, f)
 if movers is not None:
@@ -37,23 +38,24 @@ with left:
     top = ui.load(hotspots.hotspots, f.replace(limit=10))
     if top is not None:
         top = top.assign(detail=[ui.link("hotspots", f, break_key=k) for k in top["break_key"]],
-                         what=[ui.short(ui.first_text(t, r), 70) for t, r in zip(top["gb_type"], top["reason"])])
+                         what=[ui.short(ui.first_text(t, r), 48) for t, r in zip(top["gb_type"], top["reason"])])
         ui.table(top[["what", "occurrences", "runs", "models", "new_this_week", "detail"]], key="ov_hotspots",
                  empty="No graph breaks in this window.",
-                 what=ui.text_col("Break", "large"), occurrences=ui.count_col("Occurrences"),
-                 runs=ui.count_col("Runs"), models=ui.count_col("Models"),
-                 new_this_week=st.column_config.CheckboxColumn("New"), detail=ui.link_col("Detail"))
+                 what=ui.text_col("Break", "medium"), occurrences=ui.count_col("Count", width="small"),
+                 runs=ui.count_col("Runs", width="small"), models=ui.count_col("Models", width="small"),
+                 new_this_week=st.column_config.CheckboxColumn("New", width="small"),
+                 detail=ui.link_col("Detail", width="small"))
 with right:
     st.subheader("Top recompile storms")
     storms = ui.load(recompiles.storms, f.replace(limit=10))
     if storms is not None:
         storms = storms.assign(detail=[ui.link("recompiles", f, run_id=r, function=fn)
                                        for r, fn in zip(storms["run_id"], storms["function"])])
-        ui.table(storms[["function", "model", "recompiles", "limit_hits", "top_category", "storm", "detail"]],
+        ui.table(storms[["storm", "function", "model", "recompiles", "limit_hits", "top_category", "detail"]],
                  key="ov_storms", empty="No recompiles in this window.",
-                 function=ui.text_col("Function"), model=ui.text_col("Model"),
-                 recompiles=ui.count_col("Recompiles"), limit_hits=ui.count_col("Limit hits"),
-                 top_category=ui.text_col("Top guard failure"), storm=st.column_config.CheckboxColumn("Storm"),
-                 detail=ui.link_col("Detail"))
+                 storm=st.column_config.CheckboxColumn("Storm", width="small"), function=ui.text_col("Function"),
+                 model=ui.text_col("Model", "small"), recompiles=ui.count_col("Recompiles", width="small"),
+                 limit_hits=ui.count_col("Limit hits", width="small"), top_category=ui.text_col("Top guard failure"),
+                 detail=ui.link_col("Detail", width="small"))
 
 ui.set_url(f)

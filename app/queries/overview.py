@@ -12,10 +12,16 @@ from app.queries.common import RUN_TIME, df, geomean, run_where
 METRICS = {
     "runs": ("Runs", None, ""),
     "models": ("Models", None, ""),
-    "geomean_speedup": ("Geomean speedup", "higher", "×"),
+    "geomean_speedup": ("Speedup", "higher", "×"),
     "graph_breaks": ("Graph breaks", "lower", ""),
     "recompiles": ("Recompiles", "lower", ""),
     "compile_time_s": ("Compile time", "lower", "s"),
+}
+METRIC_HELP = {
+    "geomean_speedup": "Compiled over eager: the geometric mean over models of each model's geomean speedup.",
+    "compile_time_s": "Sum of entire-frame compile time over the window's runs.",
+    "graph_breaks": "Graph-break events in the window's runs.",
+    "recompiles": "Recompiles in the window's runs.",
 }
 # Changes inside ±5% are noise, as on PyTorch's HUD.
 NOISE_PCT = 5.0

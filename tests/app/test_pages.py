@@ -50,7 +50,7 @@ def test_page_renders_with_team_data(app_at, team_db, name):
     at = app_at(team_db, PAGES[name])
     _ok(at)
     expected = {
-        "overview": lambda: [m.label for m in at.metric][:3] == ["Runs", "Models", "Geomean speedup"],
+        "overview": lambda: [m.label for m in at.metric][:3] == ["Runs", "Models", "Speedup"],
         "hotspots": lambda: "Data-dependent branching" in set(at.dataframe[0].value["what"]),
         "recompiles": lambda: "run-storm" in set(at.dataframe[0].value["run_id"]),
         "trends": lambda: len(at.dataframe) >= 2,   # per-version table + A-vs-B table

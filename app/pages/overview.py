@@ -32,20 +32,20 @@ daily = ui.load(overview.daily, f)
 if daily is not None:
     st.altair_chart(charts.daily_activity(daily), width="stretch")
 
-left, right = st.columns(2)
-with left:
+# Stacked, not side by side: both tables need their width for the link column to stay in view.
+with st.container():
     st.subheader("Top graph-break hotspots")
     top = ui.load(hotspots.hotspots, f.replace(limit=10))
     if top is not None:
         top = top.assign(detail=[ui.link("hotspots", f, break_key=k) for k in top["break_key"]],
-                         what=[ui.short(ui.first_text(t, r), 48) for t, r in zip(top["gb_type"], top["reason"])])
+                         what=[ui.short(ui.first_text(t, r), 90) for t, r in zip(top["gb_type"], top["reason"])])
         ui.table(top[["what", "occurrences", "runs", "models", "new_this_week", "detail"]], key="ov_hotspots",
                  empty="No graph breaks in this window.",
-                 what=ui.text_col("Break", "medium"), occurrences=ui.count_col("Count", width="small"),
+                 what=ui.text_col("Break", "large"), occurrences=ui.count_col("Count", width="small"),
                  runs=ui.count_col("Runs", width="small"), models=ui.count_col("Models", width="small"),
                  new_this_week=st.column_config.CheckboxColumn("New", width="small"),
                  detail=ui.link_col("Detail", width="small"))
-with right:
+with st.container():
     st.subheader("Top recompile storms")
     storms = ui.load(recompiles.storms, f.replace(limit=10))
     if storms is not None:

@@ -21,6 +21,7 @@ from ingest.errors import CompileWatchError
 
 UPLOAD_PAGE = "pages/upload.py"
 _REMEMBERED = "_cw_global_filters"   # global filters carried across pages (the URL is per page)
+READ_TIMEOUT_S = 30.0
 _LAST_URL = "_cw_last_url"           # what this session last wrote into the URL
 _DEFAULT_WINDOW = "_cw_default_window"  # this page's default (start, end)
 
@@ -67,7 +68,8 @@ def _cached(db_path: str, data_version: str, query: str, filters: Filters) -> pd
     module, name = query.split(":")
     fn = getattr(importlib.import_module(module), name)
     store = get_store()
-    with store.read() as con:
+    # A writer holds the store for one file at a time; past this, say so instead of hanging the page.
+    with store.read(timeout=READ_TIMEOUT_S) as con:
         return fn(con, filters)
 
 

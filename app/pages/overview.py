@@ -2,6 +2,7 @@
 import streamlit as st
 
 from app import charts, ui
+from app.filters import to_params
 from app.queries import hotspots, overview, recompiles
 
 f = ui.page("Weekly review")
@@ -22,6 +23,9 @@ if movers is not None:
     for col, verdict, title in zip(st.columns(2), ("worse", "better"), (":red[Got worse]", ":green[Got better]")):
         with col:
             st.subheader(title)
+            if verdict == "worse":
+                st.page_link("pages/hotspots.py", label="Graph breaks first seen this week",
+                             icon=":material/fiber_new:", query_params={**to_params(f), "new": "1"})
             ui.table(movers[movers["verdict"] == verdict], key=f"ov_{verdict}",
                      empty=f"Nothing {verdict} beyond ±{overview.NOISE_PCT:.0f}% per model.",
                      model=ui.text_col("Model", "small"), metric=ui.text_col("Metric", "medium"),

@@ -6,8 +6,8 @@ Pages stay thin: ``f = ui.page("Title")`` then ``frame = ui.load(queries.x.fn, f
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Callable
 
 import duckdb
@@ -24,10 +24,6 @@ _REMEMBERED = "_cw_global_filters"   # global filters carried across pages (the 
 READ_TIMEOUT_S = 30.0
 _LAST_URL = "_cw_last_url"           # what this session last wrote into the URL
 _DEFAULT_WINDOW = "_cw_default_window"  # this page's default (start, end)
-
-
-class DataUnavailable(Exception):
-    """The store could not be opened; already shown to the user."""
 
 
 # -- store -----------------------------------------------------------------------------------------
@@ -153,7 +149,7 @@ def _leave_legacy_pages_mode() -> None:
         st.rerun()
 
 
-def page(title: str, *, default_days: int = 7, icon: str | None = None, require_data: bool = True) -> Filters:
+def page(title: str, *, default_days: int = 7, require_data: bool = True) -> Filters:
     """Title, the sidebar's global filters (model, torch version, label, time window) and the
     empty-database check. Returns the global Filters; page-specific fields are added by the page."""
     _leave_legacy_pages_mode()
@@ -196,6 +192,7 @@ def page(title: str, *, default_days: int = 7, icon: str | None = None, require_
         window = st.date_input("Time window (UTC days of run start)", key=window_key,
                                min_value=min([first_day, default_window[0]] + chosen) - timedelta(days=365),
                                max_value=max([last_day, date.today()] + chosen) + timedelta(days=1))
+
         def _reset():
             for key in ("g_models", "g_torch", "g_labels"):
                 st.session_state[key] = []

@@ -5,6 +5,7 @@ Run: .venv/bin/python -m pytest tests/app
 """
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,15 @@ def test_overview_model_filter_changes_kpis_and_url(app_at, team_db):
     assert at.query_params.get("model") in ("hf_Bert", ["hf_Bert"])
     moved = _tables(at, "verdict")
     assert moved and all((t["model"] == "hf_Bert").all() for t in moved)
+
+
+def test_reset_filters_clears_the_selection(app_at, team_db):
+    at = app_at(team_db, query={"model": "resnet50", "from": "2026-11-01", "to": "2026-11-07"})
+    at.button(key="g_reset").click().run()
+    _ok(at)
+    assert at.multiselect(key="g_models").value == []
+    assert at.date_input(key="g_window_7").value == (date(2026, 11, 14), fixture_db.END)
+    assert "model" not in at.query_params
 
 
 def test_overview_opens_from_a_pasted_link(app_at, team_db):

@@ -27,6 +27,7 @@ class Filters:
     version_b: str | None = None
     break_key: str | None = None
     function: str | None = None
+    compile_id: str | None = None      # run detail: the compile whose full metrics are shown
     search: str | None = None          # substring of break type / reason / file
     only_new: bool = False             # hotspots: breaks first seen in the last 7 days of the window
     limit: int = 50
@@ -50,7 +51,8 @@ class Filters:
 # URL name -> field. Lists repeat the key (?model=a&model=b), as st.query_params.get_all reads them.
 _LIST_PARAMS = {"model": "models", "torch": "torch_versions", "label": "labels"}
 _STR_PARAMS = {"run": "run_id", "run_b": "run_b", "by": "dimension", "a": "version_a", "b": "version_b",
-               "break": "break_key", "fn": "function", "q": "search"}
+               "break": "break_key", "fn": "function", "cid": "compile_id",
+               "q": "search"}
 _DATE_PARAMS = {"from": "start", "to": "end"}
 
 

@@ -57,14 +57,16 @@ with st.expander("Manifest"):
     st.caption(f"Command: `{_v(run['command'])}` · host {_v(run['host'])} · source {_v(run['source'])} · "
                f"triton {_v(run['triton_version'])} · CUDA {_v(run['cuda_version'])} · Python {_v(run['python_version'])}")
     try:
-        st.json(json.loads(run["manifest_json"]) if run["manifest_json"] else {}, expanded=False)
+        manifest = run["manifest_json"]
+        st.json(json.loads(manifest) if isinstance(manifest, str) and manifest else {}, expanded=False)
     except (TypeError, ValueError):
         st.text(run["manifest_json"])
 
 tabs = st.tabs(["Compiles", "Compile phases", "Graph breaks", "Recompiles", "Step times", "Benchmark",
                 "Ingest errors", "Raw files"])
 with tabs[0]:
-    ui.table(ui.load(run_detail.compiles, f), key="rd_compiles", empty="No compiles recorded for this run.",
+    compiles = ui.load(run_detail.compiles, f)
+    ui.table(compiles, key="rd_compiles", empty="No compiles recorded for this run.",
              compile_id=ui.text_col("Compile id", "small"), rank=ui.count_col("Rank"), co_name=ui.text_col("Function"),
              code=ui.text_col("Code", "medium"),
              entire_frame_compile_time_s=ui.num_col("Frame compile", "%.2f s"),
@@ -75,6 +77,23 @@ with tabs[0]:
              cache_size=ui.count_col("Cache size"), is_recompile=st.column_config.CheckboxColumn("Recompile"),
              recompile_reason=ui.text_col("Recompile reason", "medium"), fail_type=ui.text_col("Failure"),
              fail_reason=ui.text_col("Failure reason", "medium"), started=ui.time_col("Started (UTC)", "HH:mm:ss"))
+    if compiles is not None and not compiles.empty:
+        ids = list(compiles["compile_id"].dropna().unique())
+        ui.page_state("rd_cid", url.compile_id, None)
+        if st.session_state["rd_cid"] not in ids:
+            st.session_state["rd_cid"] = None
+        cid = st.selectbox("Every compilation metric of", ids, key="rd_cid", index=None,
+                           placeholder="pick a compile id")
+        if cid:
+            f = f.replace(compile_id=cid)
+            metrics = ui.load(run_detail.compile_metrics, f)
+            if metrics is not None and not metrics.empty and isinstance(metrics.iloc[0]["metrics_json"], str):
+                try:
+                    st.json(json.loads(metrics.iloc[0]["metrics_json"]), expanded=1)
+                except ValueError:
+                    st.text(metrics.iloc[0]["metrics_json"])
+            else:
+                st.caption("This log carries no compilation_metrics for that compile id.")
 with tabs[1]:
     d = ui.load(run_detail.phases, f)
     if d is not None:

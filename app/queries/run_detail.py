@@ -47,6 +47,13 @@ def compiles(con, f: Filters) -> pd.DataFrame:
     ORDER BY start_time NULLS LAST, frame_id, frame_compile_id, attempt LIMIT 2000""", f)
 
 
+def compile_metrics(con, f: Filters) -> pd.DataFrame:
+    """The full compilation_metrics JSON (every field that torch version logs) of f.compile_id in f.run_id."""
+    return _one(con, """
+    SELECT compile_id, metrics_json FROM compiles WHERE run_id = ? AND compile_id = ? LIMIT 1""",
+                f, [f.compile_id])
+
+
 def phases(con, f: Filters) -> pd.DataFrame:
     """Compile phases as intervals (ms since the first phase): compile_id, name, start_ms, end_ms,
     duration_ms. The 1,500 longest when there are more."""

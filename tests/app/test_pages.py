@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import fixture_db
+from ingest.store import Store
 
 PAGES = {
     "overview": "pages/overview.py",
@@ -167,6 +168,19 @@ def test_run_detail_pick_run_shows_its_errors(app_at, team_db):
     errors = _table(at, "excerpt")
     assert list(errors["kind"]) == ["json", "json", "payload_md5"]
     assert at.query_params.get("run") == "run-errors"
+
+
+def test_run_detail_shows_every_metric_of_a_compile(app_at, real_db):
+    with Store(real_db).read() as con:
+        run_id, cid = con.execute("SELECT run_id, compile_id FROM compiles WHERE metrics_json IS NOT NULL "
+                                  "ORDER BY run_id, compile_id LIMIT 1").fetchone()
+    at = app_at(real_db, PAGES["run_detail"], query={"run": run_id, "from": "2000-01-01", "to": "2100-01-01"})
+    _ok(at)
+    assert not at.json or all("guard_count" not in str(j.value) for j in at.json)
+    at.selectbox(key="rd_cid").select(cid).run()
+    _ok(at)
+    assert any("guard_count" in str(j.value) for j in at.json)
+    assert at.query_params.get("cid") == cid
 
 
 def test_compare_two_runs(app_at, team_db):

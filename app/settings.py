@@ -1,8 +1,9 @@
 """Dashboard settings, each with a name, a default and a help text (after datasette's settings).
 
 Resolution order for every setting: the environment variable, then ``.streamlit/secrets.toml``
-under ``[compilewatch]``, then the default. Relative paths are relative to the directory
-``streamlit run`` was started from.
+under ``[compilewatch]``, then the default. A relative db path is relative to the directory the
+dashboard was started from (as for the CLI's --db); a relative sample_logs path falls back to the
+repository's own sample_logs/.
 
     [compilewatch]                 # .streamlit/secrets.toml
     db = "/data/team/compilewatch.duckdb"
@@ -66,8 +67,16 @@ def db_path() -> Path:
     return Path(get("db")).expanduser()
 
 
+REPO = Path(__file__).resolve().parent.parent
+
+
 def sample_logs_dir() -> Path:
-    return Path(get("sample_logs")).expanduser()
+    """A relative sample_logs path is looked up in the working directory, then next to app/: the
+    dashboard may be started from anywhere (`compilewatch dashboard`)."""
+    path = Path(get("sample_logs")).expanduser()
+    if path.is_absolute() or path.exists():
+        return path
+    return REPO / path
 
 
 def bootstrap_enabled() -> bool:

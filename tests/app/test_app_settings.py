@@ -81,3 +81,14 @@ def test_upload_a_zip_bundle_of_loose_logs(app_at, tmp_path):
     assert not at.exception and not at.error
     result = [d.value for d in at.dataframe if "duplicate" in d.value.columns][0]
     assert len(result) == 2 and set(result["status"]) == {"stored"}
+
+
+def test_an_unusable_db_path_is_explained(monkeypatch, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("COMPILEWATCH_DB", str(blocker / "compilewatch.duckdb"))
+    monkeypatch.setenv("COMPILEWATCH_BOOTSTRAP", "0")
+    at = AppTest.from_file(MAIN, default_timeout=60)
+    at.run()
+    assert not at.exception
+    assert at.error and "COMPILEWATCH_DB" in at.error[0].value

@@ -1,0 +1,111 @@
+"""The timing hooks in-process, on the CPU: wrapping keeps modules what they were, phases are
+labelled as the docs say, recompiles are caught, and timings.json reads back through ingest.
+Compiles use backend="eager" (dynamo only), so no C++ compiler runs."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from collectors import hooks  # noqa: E402
+from ingest.records import CollectingSink  # noqa: E402
+from ingest.timings import parse_timings  # noqa: E402
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    rec = hooks.Recorder()
+    monkeypatch.setattr(hooks, "RECORDER", rec)
+    torch._dynamo.reset()
+    return rec
+
+
+def test_wrapped_module_keeps_its_type_and_state(recorder):
+    model = torch.nn.Linear(4, 4)
+    compiled = torch.compile(model, backend="eager")
+    wrapped = hooks.wrap_compiled(compiled, "Linear.forward")
+    assert wrapped is compiled
+    assert isinstance(wrapped, torch.nn.Module) and type(wrapped).__name__ == "OptimizedModule"
+    assert set(wrapped.state_dict()) == {"_orig_mod.weight", "_orig_mod.bias"}
+    wrapped.eval()
+    assert not model.training
+    for _ in range(6):
+        wrapped(torch.randn(2, 4))
+    d = recorder.timers[0].to_dict()
+    assert d["calls"] == 6
+    assert [s["phase"] for s in d["steps"]] == ["compile", "warmup", "warmup", "warmup", "steady", "steady"]
+    assert d["graphs"] == 1 and d["recompiles"] == 0
+
+
+def test_recompile_is_labelled_compile_and_counted(recorder):
+    fn = hooks.wrap_compiled(torch.compile(lambda x: x * 2, backend="eager", dynamic=False), "double")
+    for n in (3, 3, 3, 3, 3, 5, 5):
+        fn(torch.randn(n))
+    d = recorder.timers[0].to_dict()
+    phases = [s["phase"] for s in d["steps"]]
+    assert phases[0] == "compile" and phases[5] == "compile"      # the new size recompiled
+    assert phases[6] == "warmup"                                   # warm-up restarts after a recompile
+    assert d["recompiles"] == 1 and d["graphs"] == 2
+
+
+def test_graph_breaks_are_attributed(recorder):
+    def f(x):
+        x = x + 1
+        torch._dynamo.graph_break()
+        return x * 2
+    fn = hooks.wrap_compiled(torch.compile(f, backend="eager"), "f")
+    fn(torch.randn(3))
+    d = recorder.timers[0].to_dict()
+    assert d["graph_breaks"] >= 1 and d["graphs"] == 2
+
+
+def test_install_patches_compile_and_module_compile(recorder, monkeypatch):
+    monkeypatch.setattr(torch, "compile", torch.compile)     # restored after the test
+    hooks.install(torch)
+    try:
+        m = torch.nn.Linear(3, 3)
+        m.compile(backend="eager")                           # nn.Module.compile goes through torch.compile
+        m(torch.randn(1, 3))
+        deco = torch.compile(backend="eager")(lambda x: x + 1)   # decorator form with arguments
+        deco(torch.randn(2))
+        names = [t.name for t in recorder.timers]
+        assert "Linear.forward" in names and any(n.endswith("<lambda>") for n in names)
+    finally:
+        monkeypatch.undo()
+
+
+def test_step_marks_phases_and_survives_an_exception(recorder):
+    for i in range(6):
+        with hooks.step("train"):
+            pass
+    with pytest.raises(ValueError):
+        with hooks.step("train"):
+            raise ValueError("bad batch")
+    d = recorder.timers[0].to_dict()
+    assert d["mode"] == "marked" and d["calls"] == 7
+    assert len(d["steps"]) == 6                  # the raising step is not recorded
+    assert [s["phase"] for s in d["steps"]][:4] == ["warmup"] * 4 and d["steps"][-1]["phase"] == "steady"
+
+
+def test_timings_json_reads_back_through_ingest(recorder, tmp_path):
+    fn = hooks.wrap_compiled(torch.compile(lambda x: x.sin(), backend="eager"), "sin")
+    for _ in range(5):
+        fn(torch.randn(8))
+    path = recorder.write(str(tmp_path / "timings.json"))
+    data = json.loads(open(path).read())
+    assert data["format_version"] == 1 and data["device"] == "cpu"
+    assert data["env"]["torch_version"] == torch.__version__
+    assert "frames" in data["dynamo_counters"]
+    sink = CollectingSink()
+    with open(path, "rb") as f:
+        parse_timings(f, sink)
+    assert not sink.errors
+    assert [r["phase"] for r in sink.rows["step_timings"]] == ["compile", "warmup", "warmup", "warmup", "steady"]
+
+
+def test_called_inside_another_compiled_region_is_traced_through(recorder):
+    inner = hooks.wrap_compiled(torch.compile(lambda x: x + 1, backend="eager"), "inner")
+    outer = torch.compile(lambda x: inner(x) * 2, backend="eager", fullgraph=True)
+    assert torch.equal(outer(torch.ones(2)), torch.full((2,), 4.0))   # fullgraph: no break from the hooks

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,7 +26,6 @@ from . import detect
 from .errors import BundleError, InputError, StoreError
 from .records import EVENT_TABLES
 
-FLUSH_ROWS = 5_000
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, current file name)
 
 
@@ -177,73 +177,76 @@ def _coerce(value, sql_type: str):
         return None
 
 
-def _dump(path: Path, rows: list[dict]) -> None:
-    dumps = json.JSONEncoder(default=str, ensure_ascii=False).encode
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(dumps(r) + "\n" for r in rows)
+class StagingSink:
+    """Parsed rows are staged as newline-delimited JSON, one file per table, outside the database;
+    the store then loads each table with a single read_json INSERT. This keeps the write lock short
+    (parsing happens before it is taken), DuckDB's memory flat (one bulk append per table instead of
+    many small ones) and the ingest process free of pyarrow/pandas."""
 
+    MAX_STORED_ERRORS = 10_000  # every error is counted; a 2 GB binary file is still one problem
 
-class _StoreSink:
-    def __init__(self, con, run_id: str, file_id: int, original_name: str, tmp_dir: Path):
-        self.con, self.run_id, self.file_id, self.original_name = con, run_id, file_id, original_name
-        self.tmp_dir = tmp_dir
-        self.buffers: dict[str, list[dict]] = {}
+    def __init__(self, tmp_dir: Path):
+        self.dir = Path(tempfile.mkdtemp(prefix="stage-", dir=tmp_dir))
+        self.files: dict[str, object] = {}
         self.counts: dict[str, int] = {}
         self.errors: list[tuple] = []
         self.error_count = 0
         self.metadata: dict = {}
-        self.unknown_tables: set[str] = set()
+        self._encode = json.JSONEncoder(default=str, ensure_ascii=False).encode
+
+    abort = False  # set from the hashing thread when the file turns out to be stored already
 
     def row(self, table: str, row: dict) -> None:
-        buf = self.buffers.get(table)
-        if buf is None:
+        if self.abort:
+            raise _Duplicate
+        f = self.files.get(table)
+        if f is None:
             if table not in EVENT_TABLES:
-                self.unknown_tables.add(table)
+                self.metadata.setdefault("unknown_tables", set()).add(table)
                 return
-            buf = self.buffers[table] = []
-        buf.append(row)
-        if len(buf) >= FLUSH_ROWS:
-            self._flush(table)
+            f = self.files[table] = open(self.dir / f"{table}.ndjson", "w", encoding="utf-8")
+        f.write(self._encode(row))
+        f.write("\n")
+        self.counts[table] = self.counts.get(table, 0) + 1
 
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
         self.error_count += 1
-        # Keep every error's count, but cap stored rows per file: a 2 GB binary file is one problem.
-        if len(self.errors) < 10_000:
-            self.errors.append((self.run_id, self.file_id, self.original_name, line_no, kind, message, (excerpt or "")[:500]))
+        if len(self.errors) < self.MAX_STORED_ERRORS:
+            self.errors.append((line_no, kind, message, (excerpt or "")[:500]))
 
     def meta(self, key: str, value) -> None:
         self.metadata.setdefault(key, value)
 
-    def _flush(self, table: str) -> None:
-        # Rows go through newline-delimited JSON into DuckDB's read_json: no pyarrow or pandas in
-        # the ingest process, which keeps its peak RSS near DuckDB's own (~60 MB).
-        rows = self.buffers.get(table)
-        if not rows:
-            return
-        cols = [(c, t) for c, t in table_columns(self.con, table) if c not in ("run_id", "file_id")]
-        spec = "{" + ", ".join(f"'{c}': '{t}'" for c, t in cols) + "}"
-        names = ", ".join(c for c, _ in cols)
-        sql = (f"INSERT INTO {table} (run_id, file_id, {names}) SELECT ?, ?, {names} "
-               f"FROM read_json(?, format='newline_delimited', columns={spec})")
-        path = self.tmp_dir / f"{table}-{self.file_id}-{uuid.uuid4().hex}.ndjson"
-        try:
-            try:
-                _dump(path, rows)
-                self.con.execute(sql, [self.run_id, self.file_id, str(path)]).fetchall()
-            except (duckdb.ConversionException, duckdb.InvalidInputException, TypeError, ValueError):
-                # A parser emitted a value of the wrong type: coerce column by column, then load.
-                _dump(path, [{c: _coerce(r.get(c), t) for c, t in cols} for r in rows])
-                self.con.execute(sql, [self.run_id, self.file_id, str(path)]).fetchall()
-        finally:
-            path.unlink(missing_ok=True)
-        self.counts[table] = self.counts.get(table, 0) + len(rows)
-        self.buffers[table] = []
+    def finish(self) -> None:
+        for f in self.files.values():
+            f.close()
 
-    def close(self) -> None:
-        for table in list(self.buffers):
-            self._flush(table)
+    def load(self, con, run_id: str, file_id: int, original_name: str) -> None:
+        """INSERT every staged table; must run inside the caller's transaction."""
+        for table in self.files:
+            path = self.dir / f"{table}.ndjson"
+            cols = [(c, t) for c, t in table_columns(con, table) if c not in ("run_id", "file_id")]
+            spec = "{" + ", ".join(f"'{c}': '{t}'" for c, t in cols) + "}"
+            names = ", ".join(c for c, _ in cols)
+            sql = (f"INSERT INTO {table} (run_id, file_id, {names}) SELECT ?, ?, {names} "
+                   f"FROM read_json(?, format='newline_delimited', columns={spec})")
+            try:
+                con.execute(sql, [run_id, file_id, str(path)]).fetchall()
+            except (duckdb.ConversionException, duckdb.InvalidInputException):
+                # A parser emitted a value of the wrong type: coerce column by column, then load.
+                fixed = path.with_suffix(".fixed")
+                with open(path, encoding="utf-8") as fin, open(fixed, "w", encoding="utf-8") as fout:
+                    for line in fin:
+                        r = json.loads(line)
+                        fout.write(self._encode({c: _coerce(r.get(c), t) for c, t in cols}) + "\n")
+                con.execute(sql, [run_id, file_id, str(fixed)]).fetchall()
         if self.errors:
-            self.con.executemany("INSERT INTO ingest_errors VALUES (?, ?, ?, ?, ?, ?, ?)", self.errors)
+            con.executemany("INSERT INTO ingest_errors VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            [(run_id, file_id, original_name, *e) for e in self.errors])
+
+    def cleanup(self) -> None:
+        self.finish()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class _ProgressStream:
@@ -321,68 +324,111 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
     return report
 
 
+def _existing(con, sha: str, rid: str, bundled: bool):
+    if bundled:
+        return _one(con, "SELECT run_id FROM files WHERE sha256 = ? AND run_id = ?", [sha, rid])
+    return _one(con, "SELECT run_id FROM files WHERE sha256 = ? LIMIT 1", [sha])
+
+
+def _parse_into(sink: StagingSink, unit: _Unit, kind: str, sniffed, on_bytes) -> None:
+    if kind == detect.UNKNOWN:
+        sink.error(0, "unknown_format", sniffed.reason or "not a TORCH_TRACE, TORCH_LOGS text, bundle or benchmark CSV", "")
+        return
+    parse = parser_for(kind)
+    if parse is None:
+        return
+    with open(unit.path, "rb") as raw:
+        inner = detect.open_binary(unit.path) if sniffed and sniffed.gzipped else raw
+        stream = _ProgressStream(inner, raw, on_bytes) if kind in _LINE_KINDS else inner
+        try:
+            parse(stream, sink)
+        except (EOFError, OSError) as e:  # a gzip cut short: keep what decoded
+            sink.error(0, "truncated", f"compressed stream ends early: {e}", "")
+        except Exception as e:  # a parser bug must not lose the rest of the file
+            sink.error(0, "internal", f"parser failed: {type(e).__name__}: {e}", "")
+        finally:
+            if inner is not raw:
+                inner.close()
+
+
+class _Duplicate(BaseException):
+    """Raised through a parser (BaseException: parsers catch Exception) once the hashing thread
+    finds the file already stored, so a re-upload is not parsed to the end."""
+
+
 def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_bytes, forced_run_id, source) -> FileResult:
     name = unit.name
-    try:
-        sha, stored_path, size = store.keep_raw(unit.path)
-    except OSError as e:
-        return FileResult(name, "unknown", "failed", message=f"cannot read: {e.strerror}")
+    m = unit.manifest
     if unit.role == "manifest":
-        kind = detect.MANIFEST
-        sniffed = None
+        kind, sniffed = detect.MANIFEST, None
     else:
-        sniffed = detect.sniff(unit.path, now=datetime.fromtimestamp(unit.path.stat().st_mtime, timezone.utc))
+        try:
+            sniffed = detect.sniff(unit.path, now=datetime.fromtimestamp(unit.path.stat().st_mtime, timezone.utc))
+        except OSError as e:
+            return FileResult(name, "unknown", "failed", message=f"cannot read: {e.strerror}")
         kind = sniffed.kind
         if unit.role and _ROLE_KIND.get(unit.role) and sniffed.kind != detect.UNKNOWN:
             kind = _ROLE_KIND[unit.role]
-    m = unit.manifest
-    rid = m.run_id if m else (forced_run_id or f"loose-{sha[:16]}")
-    result = FileResult(name, kind, "stored", rid, sha256=sha, size_bytes=size)
-    try:
-        with store.write() as con:
-            if m is None:
-                existing = _one(con, "SELECT run_id FROM files WHERE sha256 = ? LIMIT 1", [sha])
-            else:
-                existing = _one(con, "SELECT run_id FROM files WHERE sha256 = ? AND run_id = ?", [sha, rid])
+    result = FileResult(name, kind, "stored")
+    duplicate = "already stored (same sha256)"
+    sink = StagingSink(store.tmp_dir)
+
+    # Hashing + copying into raw/ runs beside the parser: hashlib and file I/O release the GIL, so on
+    # two cores this hides most of their cost. The hashing thread also checks for a duplicate and,
+    # if found, stops the parse early.
+    hashed: dict = {}
+
+    def hash_and_check():
+        try:
+            hashed["sha"], hashed["stored"], hashed["size"] = store.keep_raw(unit.path)
+            rid = m.run_id if m else (forced_run_id or f"loose-{hashed['sha'][:16]}")
+            hashed["rid"] = rid
+            with store.read() as con:
+                existing = _existing(con, hashed["sha"], rid, m is not None)
             if existing:
-                result.status, result.run_id = "duplicate", existing[0]
-                result.message = "already stored (same sha256)"
+                hashed["existing"] = existing[0]
+                sink.abort = True
+        except BaseException as e:  # re-raised in the caller's thread
+            hashed["error"] = e
+    worker = threading.Thread(target=hash_and_check, name="cw-hash", daemon=True)
+    worker.start()
+    try:
+        try:
+            _parse_into(sink, unit, kind, sniffed, on_bytes)
+        except _Duplicate:
+            pass
+        worker.join()
+        if "error" in hashed:
+            err = hashed["error"]
+            if isinstance(err, OSError):
+                result.status, result.message = "failed", f"cannot read: {err.strerror}"
+                return result
+            raise err
+        sha, stored_path, size, rid = hashed["sha"], hashed["stored"], hashed["size"], hashed["rid"]
+        result.run_id, result.sha256, result.size_bytes = rid, sha, size
+        if "existing" in hashed:
+            result.status, result.run_id, result.message = "duplicate", hashed["existing"], duplicate
+            return result
+        sink.finish()
+        result.records = dict(sink.counts)
+        result.errors = sink.error_count
+        if kind == detect.UNKNOWN:
+            result.status, result.message = "failed", sniffed.reason
+        elif sink.error_count:
+            result.status, result.message = "partial", f"{sink.error_count} line(s) could not be parsed"
+        if strict and sink.error_count:
+            result.status, result.records = "failed", {}
+            result.message = f"--strict: {sink.error_count} line(s) could not be parsed; nothing stored"
+            return result
+        with store.write() as con:
+            existing = _existing(con, sha, rid, m is not None)  # another process may have won the race
+            if existing:
+                result.status, result.run_id, result.message, result.records = "duplicate", existing[0], duplicate, {}
                 return result
             con.execute("BEGIN")
             try:
                 file_id = _one(con, "SELECT nextval('file_id_seq')")[0]
-                sink = _StoreSink(con, rid, file_id, name, store.tmp_dir)
-                if kind == detect.UNKNOWN:
-                    sink.error(0, "unknown_format", sniffed.reason or "not a TORCH_TRACE, TORCH_LOGS text, bundle or benchmark CSV", "")
-                    result.message = sniffed.reason
-                elif kind != detect.MANIFEST:
-                    parse = parser_for(kind)
-                    with open(unit.path, "rb") as raw:
-                        inner = detect.open_binary(unit.path) if sniffed and sniffed.gzipped else raw
-                        stream = _ProgressStream(inner, raw, on_bytes) if kind in _LINE_KINDS else inner
-                        try:
-                            parse(stream, sink)
-                        except (EOFError, OSError) as e:  # a gzip cut short: keep what decoded
-                            sink.error(0, "truncated", f"compressed stream ends early: {e}", "")
-                        except Exception as e:  # a parser bug must not lose the rest of the file
-                            sink.error(0, "internal", f"parser failed: {type(e).__name__}: {e}", "")
-                        finally:
-                            if inner is not raw:
-                                inner.close()
-                sink.close()
-                result.records = dict(sink.counts)
-                result.errors = sink.error_count
-                if kind == detect.UNKNOWN:
-                    result.status = "failed"
-                elif sink.error_count:
-                    result.status = "partial"
-                    result.message = f"{sink.error_count} line(s) could not be parsed"
-                if strict and sink.error_count:
-                    con.execute("ROLLBACK")
-                    result.status = "failed"
-                    result.records = {}
-                    result.message = f"--strict: {sink.error_count} line(s) could not be parsed; nothing stored"
-                    return result
+                sink.load(con, rid, file_id, name)
                 _upsert_run(con, rid, m, model, label, torch_version or sink.metadata.get("torch_version"),
                             sniffed.started_at if sniffed else None, unit.path, source)
                 con.execute(
@@ -395,9 +441,13 @@ def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_byte
                 con.execute("ROLLBACK")
                 raise
     except StoreError as e:
-        result.status, result.message = "failed", str(e)
+        result.status, result.message, result.records = "failed", str(e), {}
     except duckdb.Error as e:
-        result.status, result.message = "failed", f"database error: {e}"
+        result.status, result.message, result.records = "failed", f"database error: {e}", {}
+    finally:
+        sink.abort = True  # a parse interrupted by an exception must not leave the worker hanging
+        worker.join()
+        sink.cleanup()
     return result
 
 

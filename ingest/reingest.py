@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import PARSER_VERSION, detect
-from .loader import _StoreSink, parser_for, _LINE_KINDS, _ProgressStream
+from .loader import StagingSink, _parse_into, _Unit
 from .records import EVENT_TABLES
 
 
@@ -17,28 +17,26 @@ def reingest(store, all_files: bool = False) -> int:
             [all_files, PARSER_VERSION]).fetchall()
     for file_id, run_id, kind, name, stored in files:
         path = store.folder / stored
-        parse = parser_for(kind)
-        if parse is None or not Path(path).exists():
+        if not Path(path).exists():
             continue
-        with store.write() as con:
-            con.execute("BEGIN")
-            try:
-                for t in (*EVENT_TABLES, "ingest_errors"):
-                    con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id])
-                sink = _StoreSink(con, run_id, file_id, name, store.tmp_dir)
-                stream = detect.open_binary(path)
+        sniffed = detect.sniff(path)
+        sink = StagingSink(store.tmp_dir)
+        try:
+            _parse_into(sink, _Unit(Path(path), name), kind, sniffed, None)
+            sink.finish()
+            with store.write() as con:
+                con.execute("BEGIN")
                 try:
-                    parse(_ProgressStream(stream, stream, None) if kind in _LINE_KINDS else stream, sink)
-                except (EOFError, OSError) as e:
-                    sink.error(0, "truncated", f"compressed stream ends early: {e}", "")
-                finally:
-                    stream.close()
-                sink.close()
-                con.execute("UPDATE files SET parser_version = ?, records = ?, errors = ?, status = ? WHERE file_id = ?",
-                            [PARSER_VERSION, sum(sink.counts.values()), sink.error_count,
-                             "partial" if sink.error_count else "ok", file_id])
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+                    for t in (*EVENT_TABLES, "ingest_errors"):
+                        con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id]).fetchall()
+                    sink.load(con, run_id, file_id, name)
+                    con.execute("UPDATE files SET parser_version = ?, records = ?, errors = ?, status = ? WHERE file_id = ?",
+                                [PARSER_VERSION, sum(sink.counts.values()), sink.error_count,
+                                 "partial" if sink.error_count else "ok", file_id]).fetchall()
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+        finally:
+            sink.cleanup()
     return len(files)

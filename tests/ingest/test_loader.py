@@ -136,3 +136,27 @@ def test_crash_mid_file_stores_nothing_and_a_retry_stores_once(store, tmp_path, 
 def test_missing_path_is_a_failed_result_not_an_exception(store, tmp_path):
     rep = ingest_paths(store, [tmp_path / "nope.log"])
     assert rep.files[0].status == "failed" and "no such file" in rep.files[0].message
+
+
+def test_crash_inside_the_database_transaction_rolls_back(store, tmp_path, monkeypatch):
+    f = tmp_path / "b.csv"
+    f.write_text(BENCH)
+    real_load = loader_mod.StagingSink.load
+
+    def load_then_die(self, con, *a):
+        real_load(self, con, *a)     # rows are in the open transaction now
+        raise KeyboardInterrupt
+    monkeypatch.setattr(loader_mod.StagingSink, "load", load_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        ingest_paths(store, [f])
+    assert _count(store, "bench_results") == 0 and _count(store, "files") == 0 and _count(store, "runs") == 0
+    assert list(store.tmp_dir.iterdir()) == []
+
+
+def test_reingest_replaces_a_files_rows_once(store, tmp_path):
+    from ingest.reingest import reingest
+    f = tmp_path / "b.csv"
+    f.write_text(BENCH)
+    ingest_paths(store, [f])
+    assert reingest(store, all_files=True) == 1
+    assert _count(store, "bench_results") == 1 and _count(store, "files") == 1

@@ -6,6 +6,7 @@ cache-size limit (2.6+ record it as fail_type Unsupported, reason "Dynamo recomp
 exceeding the recompile_limit cache size limit (currently set to 8)")."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -22,6 +23,18 @@ _COMPILE_ID = re.compile(r"(?:!(\d+)/)?(\d+|-)/(\d+|-)(?:_(\d+))?\Z")
 _CLASS_REPR = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>\Z")
 _LIMIT = re.compile(r"\b(accumulated_recompile_limit|accumulated_cache_size_limit|recompile_limit|cache_size_limit)\b")
 _LIMIT_VALUE = re.compile(r"currently set to (\d+)|\((\d+)\)")
+
+
+def _metrics_json(m: dict) -> str:
+    # 2.5+ repeat the whole inductor/dynamo/functorch config (30+ KB) in every compile's metrics.
+    # Stored verbatim that is 20 KB a row and most of a team's database; a digest still shows when
+    # a config changed between compiles or runs, and the raw file keeps the full text.
+    slim = {}
+    for k, v in m.items():
+        if k.endswith("_config") and isinstance(v, str) and len(v) > 512:
+            v = "sha1:" + hashlib.sha1(v.encode("utf-8", "replace")).hexdigest()
+        slim[k] = v
+    return json.dumps(slim, default=repr)
 
 
 def _ids(env, m):
@@ -68,7 +81,7 @@ def parse(env, ctx) -> None:
         restarts = [str(restarts)]
     row["restart_reasons"] = None if restarts is None else json.dumps(restarts)
     row["is_recompile"] = bool(fci)
-    row["metrics_json"] = json.dumps(m, default=repr)
+    row["metrics_json"] = _metrics_json(m)
     ctx.sink.row("compiles", row)
 
     key = (rank, ca, frame_id, fci)

@@ -29,7 +29,7 @@ elif table is not None:
         trend_tab.altair_chart(charts.hotspot_trend(trend), width="stretch")
 
     view = table.assign(location=table["user_file"].fillna("?") + ":" + table["user_line"].astype("string").fillna("?"),
-                        what=table["gb_type"].fillna(table["reason"]))
+                        what=table["gb_type"].fillna(table["reason"]).fillna(table["break_key"]))
     ui.page_state("hs_break", url.break_key, None)
 
     def _picked():
@@ -59,7 +59,7 @@ elif table is not None:
             st.caption("Not among the breaks listed above with these filters.")
         else:
             b = match.iloc[0]
-            st.subheader(ui.short(ui.first_text(b["gb_type"], b["reason"], "Graph break"), 120))
+            st.subheader(ui.short(ui.first_text(b["gb_type"], b["reason"], b["break_key"]), 120))
             code = ui.first_text(b["gb_code"])
             st.markdown(f"`{ui.first_text(b['user_file'], '?')}:{b['user_line']}` in "
                         f"`{ui.first_text(b['user_function'], '?')}`" + (f" · {code}" if code else ""))

@@ -42,7 +42,8 @@ with st.container():
     top = ui.load(hotspots.hotspots, f.replace(limit=10))
     if top is not None:
         top = top.assign(detail=[ui.link("hotspots", f, break_key=k) for k in top["break_key"]],
-                         what=[ui.short(ui.first_text(t, r), 90) for t, r in zip(top["gb_type"], top["reason"])])
+                         what=[ui.short(ui.first_text(t, r, k), 90)
+                               for t, r, k in zip(top["gb_type"], top["reason"], top["break_key"])])
         ui.table(top[["what", "occurrences", "runs", "models", "new_this_week", "detail"]], key="ov_hotspots",
                  empty="No graph breaks in this window.",
                  what=ui.text_col("Break", "large"), occurrences=ui.count_col("Count", width="small"),

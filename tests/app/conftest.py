@@ -33,6 +33,22 @@ def real_db(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory) -> Path:
+    """sample_logs/ (the collector's real bundles) through the loader, as the dashboard's first start
+    does; skipped while the folder is still empty."""
+    from app import bootstrap
+    from ingest.loader import ingest_paths
+
+    paths = bootstrap._sample_paths(Path(__file__).resolve().parents[2] / "sample_logs")
+    if not paths:
+        pytest.skip("sample_logs/ is empty")
+    path = tmp_path_factory.mktemp("samples") / "compilewatch.duckdb"
+    report = ingest_paths(Store.open(path), paths)
+    assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
+    return path
+
+
 @pytest.fixture
 def empty_db(tmp_path) -> Path:
     path = tmp_path / "empty" / "compilewatch.duckdb"

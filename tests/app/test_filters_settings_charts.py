@@ -63,7 +63,7 @@ def _walk(spec):
 SAMPLES = {
     "daily_activity": pd.DataFrame({"day": pd.to_datetime(["2026-11-01"]), "win": ["current"], "runs": [1],
                                     "graph_breaks": [3], "recompiles": [2]}),
-    "hotspot_bars": pd.DataFrame({"gb_type": ["t"], "reason": ["r"], "user_file": ["/a/b.py"], "user_line": [3],
+    "hotspot_bars": pd.DataFrame({"break_key": ["k"], "gb_type": ["t"], "reason": ["r"], "user_file": ["/a/b.py"], "user_line": [3],
                                   "new_this_week": [True], "occurrences": [5], "runs": [2], "models": [1],
                                   "torch_versions": ["2.6"], "first_seen": pd.to_datetime(["2026-11-01"]),
                                   "last_seen": pd.to_datetime(["2026-11-02"])}),

@@ -69,6 +69,12 @@ def test_page_renders_with_real_logs(app_at, real_db, name):
     _ok(at)
 
 
+@pytest.mark.parametrize("name", list(PAGES))
+def test_page_renders_with_sample_logs(app_at, sample_db, name):
+    at = app_at(sample_db, PAGES[name], query={"from": "2000-01-01", "to": "2100-01-01"})
+    _ok(at)
+
+
 # -- empty database --------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(PAGES))
 def test_page_renders_with_empty_database(app_at, empty_db, name):

@@ -137,10 +137,10 @@ def trend(frame: pd.DataFrame, field: str = "speedup") -> alt.Chart:
     if frame.empty or frame[field].isna().all():
         return _empty(title)
     chart = alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("day:T", title="Day (UTC)"),
+        x=alt.X("period:T", title="Run time (UTC)"),
         y=alt.Y(f"{field}:Q", title=label, scale=alt.Scale(zero=False)),
         color=alt.Color("model:N", title="Model"),
-        tooltip=[alt.Tooltip("model:N", title="Model"), alt.Tooltip("day:T", title="Day"),
+        tooltip=[alt.Tooltip("model:N", title="Model"), alt.Tooltip("period:T", title="Period (UTC)", format="%Y-%m-%d %H:%M"),
                  alt.Tooltip(f"{field}:Q", title=label, format=fmt), alt.Tooltip("runs:Q", title="Runs"),
                  alt.Tooltip("torch_versions:N", title="Torch"), alt.Tooltip("labels:N", title="Labels")],
     )

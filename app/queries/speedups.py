@@ -29,19 +29,24 @@ def _dim(f: Filters) -> str:
 
 
 def trend(con, f: Filters) -> pd.DataFrame:
-    """Per model and day: geomean speedup, mean compile latency, geomean peak-memory ratio, runs,
-    and the versions seen that day. At most 5,000 points."""
+    """Per model and period: geomean speedup, mean compile latency, geomean peak-memory ratio, runs,
+    and the versions seen. The period is a day, or an hour / a minute when the selected bench rows
+    span less than a month / three days (a fresh store often holds one afternoon). At most 5,000 points."""
     cte, params = _bench_cte(f)
     sql = f"""
-    WITH {cte}
-    SELECT model, date_trunc('day', run_time) AS day,
+    WITH {cte},
+    span AS (SELECT max(run_time) - min(run_time) AS s FROM bench)
+    SELECT model,
+           CASE WHEN (SELECT s FROM span) < INTERVAL 3 DAY THEN date_trunc('minute', run_time)
+                WHEN (SELECT s FROM span) < INTERVAL 30 DAY THEN date_trunc('hour', run_time)
+                ELSE date_trunc('day', run_time) END AS period,
            {geomean('speedup')} AS speedup,
            avg(compilation_latency_s) AS compile_s,
            {geomean('compression_ratio')} AS memory_ratio,
            count(DISTINCT run_id) AS runs,
            string_agg(DISTINCT torch_version, ', ') AS torch_versions,
            string_agg(DISTINCT label, ', ') AS labels
-    FROM bench GROUP BY ALL ORDER BY day, model LIMIT 5000
+    FROM bench GROUP BY ALL ORDER BY period, model LIMIT 5000
     """
     return df(con, sql, params)
 

@@ -74,7 +74,7 @@ SAMPLES = {
                                         "category": ["dtype", "all recompiles"], "recompiles": [2, 2]}),
     "guard_category_bars": pd.DataFrame({"category": ["dtype"], "failures": [2], "runs": [1], "functions": [1],
                                          "top_guard": ["g"]}),
-    "trend": pd.DataFrame({"model": ["m"], "day": pd.to_datetime(["2026-11-01"]), "speedup": [1.2], "compile_s": [3.0],
+    "trend": pd.DataFrame({"model": ["m"], "period": pd.to_datetime(["2026-11-01"]), "speedup": [1.2], "compile_s": [3.0],
                            "memory_ratio": [1.1], "runs": [1], "torch_versions": ["2.6"], "labels": ["main"]}),
     "by_version": pd.DataFrame({"version": ["2.6"], "geomean_speedup": [1.2], "compile_s": [3.0], "memory_ratio": [1.1],
                                 "models": [1], "runs": [1]}),

@@ -44,7 +44,7 @@ def _v(value) -> str:
 
 # Facts as text (metric tiles would cut a GPU name or a commit hash).
 facts = [("Model", run["model"]), ("Torch", run["torch_version"]), ("Label", run["label"]),
-         ("Git commit", run["git_commit"]), ("GPU", run["gpu_name"]), ("Started (UTC)", run["run_time"]),
+         ("Git commit", run["git_commit"]), ("GPU", run["gpu_name"]), ("Started (UTC)", pd.Timestamp(run["run_time"]).strftime("%Y-%m-%d %H:%M:%S") if pd.notna(run["run_time"]) else None),
          ("End", f"{_v(run['end_reason'])} (exit {_v(run['exit_status'])})")]
 for col, (label, value) in zip(st.columns(len(facts)), facts):
     col.caption(label)

@@ -2,7 +2,8 @@
 # The device-machine run behind sample_logs/ (one call of the device tool per part):
 #   bash benchmarks/bench_speedups_gpu.sh 1   hook overhead, ResNet speedups x3, the problem models
 #   bash benchmarks/bench_speedups_gpu.sh 2   hook overhead again, transformers/timm speedups x3, GPU tests, max-autotune
-#   bash benchmarks/bench_speedups_gpu.sh 3   reduce-overhead training and default inference, x2
+#   bash benchmarks/bench_speedups_gpu.sh 3   hook overhead at GPU-bound sizes, reduce-overhead training and default inference, x2
+#   bash benchmarks/bench_speedups_gpu.sh 4   collect on a training loop (+ a --timeout stop), the problem models again, ViT-tiny x3
 # Everything it keeps goes to $OUT: logs, JSON summaries, and the bundles as one .tar.gz per part.
 set -u
 export PYTHONUNBUFFERED=1
@@ -40,6 +41,19 @@ elif [ "$PART" = 2 ]; then
   timeout $(left x 490) python3 -m pytest -q -m gpu tests/collectors -p no:cacheprovider 2>&1 | tail -25 | tee -a "$LOG"
   timeout $(left x 530) python3 benchmarks/bench_speedups.py --models mlp --modes max-autotune --infer \
       --steps 30 --warmup 5 --repeats 1 --timeout 40 --out "$W/ma" --summary "$W/speedups_ma.json" --quiet 2>&1 | quiet | tee -a "$LOG"
+elif [ "$PART" = 4 ]; then
+  # a team's own loop under `collect` (hooks injected through sitecustomize), and one stopped by --timeout
+  timeout 150 python3 -m collectors collect --model resnet50 --label example --out "$W/collect" -- \
+      python3 -m collectors.examples.train_loop --model resnet50 --steps 100 2>&1 | quiet | tail -5 | tee -a "$LOG"
+  timeout 100 python3 -m collectors collect --model gpt2 --label example-timeout --timeout 45 --out "$W/collect" -- \
+      python3 -m collectors.examples.train_loop --model gpt2 --steps 100000 2>&1 | quiet | tail -5 | tee -a "$LOG"
+  timeout $(left x 400) python3 benchmarks/bench_speedups.py \
+      --models mlp,item_branch,print_forward,changing_constant,varying_batch,varying_seqlen,dynamic_shapes \
+      --modes default --train --steps 20 --warmup 3 --repeats 1 --timeout 90 --budget $(left x 380) \
+      --out "$W/problems" --summary "$W/problems4.json" --quiet 2>&1 | quiet | tee -a "$LOG"
+  timeout $(left x 500) python3 benchmarks/bench_speedups.py --models vit_tiny --modes default --train --amp \
+      --steps 50 --warmup 5 --repeats 3 --timeout 100 --budget $(left x 430) --out "$W/bench" \
+      --summary "$W/speedups4.json" --quiet 2>&1 | quiet | tee -a "$LOG"
 else
   # GPU-bound batch sizes (block-to-block noise of CPU-bound compiled steps on this VM hides a 1% effect)
   timeout 220 python3 benchmarks/bench_hooks_overhead.py --device cuda --amp --block 10 --blocks 30 \

@@ -144,7 +144,7 @@ def _leave_legacy_pages_mode() -> None:
     from streamlit import config
     from streamlit.runtime.pages_manager import PagesManager
 
-    if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
+    if getattr(PagesManager, "uses_pages_directory", False) and not config.get_option("global.appTest"):
         PagesManager.uses_pages_directory = False
         st.rerun()
 

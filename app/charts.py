@@ -43,8 +43,10 @@ def hotspot_bars(frame: pd.DataFrame, top: int = 15) -> alt.Chart:
     if frame.empty:
         return _empty(title)
     d = frame.head(top).copy()
-    d["break"] = (d["gb_type"].fillna(d["reason"]).fillna(d["break_key"]).fillna("?").str.slice(0, 48) + " @ "
-                  + d["user_file"].fillna("?").str.split("/").str[-1] + ":" + d["user_line"].astype("string").fillna("?"))
+    described = (d["gb_type"].fillna(d["reason"]).str.slice(0, 48) + " @ "
+                 + d["user_file"].fillna("?").str.split("/").str[-1] + ":" + d["user_line"].astype("string").fillna("?"))
+    # A break the log did not describe is labelled by its key, which already names the place.
+    d["break"] = described.fillna(d["break_key"].str.slice(0, 70)).fillna("?")
     d["status"] = d["new_this_week"].map({True: "new this week"}).fillna("seen before")
     return alt.Chart(d, title=title).mark_bar().encode(
         x=alt.X("occurrences:Q", title="Occurrences (count)"),

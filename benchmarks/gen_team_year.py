@@ -30,6 +30,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -147,19 +148,35 @@ def _open_log(path: Path):
     return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
 
 
-def _log_files() -> tuple[list[Path], list[Path]]:
+def _classify(paths, text: list[Path], trace: list[Path]) -> None:
+    for p in paths:
+        if not p.is_file() or p.stat().st_size > 50_000_000 or not p.name.endswith((".log", ".txt", ".gz")):
+            continue
+        name = p.name.lower()
+        if "trace" in p.parts or "torch_trace" in name:
+            trace.append(p)
+        elif name.startswith("torch_logs") or "text" in p.parts:
+            text.append(p)
+
+
+def _log_files(unpack_dir: Path) -> tuple[list[Path], list[Path]]:
+    """(TORCH_LOGS files, TORCH_TRACE files) of every real log we have; collector bundles
+    (sample_logs/**/*.tar.gz) are unpacked into unpack_dir first."""
+    from ingest.bundle import extract_archive, is_archive
+
     text, trace = sorted(TEMPLATE_DIR.glob("*.txt")), []
     for base in (ROOT / "sample_logs", ROOT / "tests" / "fixtures"):
         if not base.is_dir():
             continue
-        for p in sorted(base.rglob("*")):
-            if not p.is_file() or p.stat().st_size > 50_000_000 or not p.name.endswith((".log", ".txt", ".gz")):
+        files = sorted(base.rglob("*"))
+        _classify([p for p in files if not is_archive(p)], text, trace)
+        for i, archive in enumerate(p for p in files if p.is_file() and is_archive(p)):
+            try:
+                root = extract_archive(archive, unpack_dir / f"{i}")
+            except Exception as e:  # one bad archive must not stop the benchmark
+                print(f"  cannot unpack {archive.name}: {e}", file=sys.stderr)
                 continue
-            name = p.name.lower()
-            if "trace" in p.parts or "trace" in name or name.endswith(".log") and "torch_trace" in name:
-                trace.append(p)
-            elif name.startswith("torch_logs") or "text" in p.parts:
-                text.append(p)
+            _classify(sorted(root.rglob("*")), text, trace)
     if PUBLIC_LOGS.is_dir():
         trace += sorted(PUBLIC_LOGS.glob("*.log"))
     return text, trace
@@ -183,7 +200,8 @@ def parsed_templates() -> tuple[list[dict], list[str], list[str], bool]:
         return [], [], [], False
     from ingest.records import CollectingSink
 
-    text_files, trace_files = _log_files()
+    unpack = tempfile.TemporaryDirectory(prefix="cw-templates-")
+    text_files, trace_files = _log_files(Path(unpack.name))
     gbs, guards, used = [], [], []
     for kind, parse in parsers:
         for path in (text_files if kind == "text" else trace_files):
@@ -196,9 +214,10 @@ def parsed_templates() -> tuple[list[dict], list[str], list[str], bool]:
                 continue
             got = sink.rows.get("graph_breaks", []) + sink.rows.get("guard_failures", [])
             if got:
-                used.append(f"{kind}:{path.name}")
+                used.append(f"{kind}:{path.parent.name}/{path.name}" if "cw-templates-" in str(path) else f"{kind}:{path.name}")
             gbs += sink.rows.get("graph_breaks", [])
             guards += [g["raw"] for g in sink.rows.get("guard_failures", []) if g.get("raw")]
+    unpack.cleanup()
     return gbs, guards, used, any(kind == "text" for kind, _ in parsers)
 
 

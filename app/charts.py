@@ -26,7 +26,7 @@ def daily_activity(frame: pd.DataFrame) -> alt.Chart:
                       var_name="event", value_name="count")
     long["event"] = long["event"].map({"graph_breaks": "graph breaks", "recompiles": "recompiles"})
     return alt.Chart(long, title=title).mark_bar().encode(
-        x=alt.X("yearmonthdate(day):T", title="Day (UTC)"),
+        x=alt.X("yearmonthdate(day):O", title="Day (UTC)", axis=alt.Axis(format="%b %d", labelAngle=0)),
         y=alt.Y("count:Q", title="Events (count)"),
         color=alt.Color("event:N", title="Event"),
         opacity=alt.Opacity("win:N", title="Window", scale=alt.Scale(domain=["previous", "current"], range=[0.35, 1.0])),
@@ -65,7 +65,7 @@ def hotspot_trend(frame: pd.DataFrame) -> alt.Chart:
     if frame.empty:
         return _empty(title)
     return alt.Chart(frame, title=title).mark_bar().encode(
-        x=alt.X("yearmonthdate(period):O", title="Period start (UTC day)"),
+        x=alt.X("yearmonthdate(period):O", title="Period start (UTC day)", axis=alt.Axis(format="%b %d", labelAngle=0)),
         y=alt.Y("sum(occurrences):Q", title="Occurrences (count)"),
         color=alt.Color("label:N", title="Break", legend=alt.Legend(labelLimit=280)),
         tooltip=[alt.Tooltip("yearmonthdate(period):T", title="Period"), alt.Tooltip("label:N", title="Break"),
@@ -99,7 +99,7 @@ def recompiles_per_day(frame: pd.DataFrame) -> alt.Chart:
     title = "Recompiles per day, and their guard failures by category"
     if frame.empty:
         return _empty(title)
-    x = alt.X("yearmonthdate(day):T", title="Day (UTC)")
+    x = alt.X("yearmonthdate(day):O", title="Day (UTC)", axis=alt.Axis(format="%b %d", labelAngle=0))
     bars = alt.Chart(frame[frame["category"] != "all recompiles"]).mark_bar().encode(
         x=x, y=alt.Y("sum(recompiles):Q", title="Guard failures / recompiles (count)"),
         color=alt.Color("category:N", title="Guard category"),

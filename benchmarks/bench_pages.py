@@ -14,7 +14,9 @@ function), in one process:
 Python imports are paid once, by an untimed priming render, before the first measurement: they
 are process start-up, not page latency. Every query function in app/queries is wrapped with a
 timer, so a page over its bar is reported with the query that made it slow. Bars: 2 s cold and
-0.5 s warm per page (issue 4). Exit status 1 when a page fails a bar or raises.
+0.5 s warm per page (issue 4). Each view also reports how many KB of elements it sends to the
+browser (> 2 MiB fails: aggregate in SQL, never ship a million-row frame). Exit status 1 when a
+page fails a bar or raises.
 """
 from __future__ import annotations
 
@@ -125,6 +127,28 @@ def selections(db: Path) -> dict[str, list[tuple[str, dict]]]:
     return out
 
 
+PAYLOAD_WARN_BYTES = 2 * 2**20
+
+
+def _payload_bytes(at) -> int:
+    """Bytes of the elements the page sends to the browser (tables' Arrow data, chart specs and
+    their data, widgets): the size that would show a million-row frame shipped to the browser."""
+    total = 0
+
+    def walk(node):
+        nonlocal total
+        children = node.children
+        for child in (children.values() if isinstance(children, dict) else children):
+            proto = getattr(child, "proto", None)
+            if proto is not None and hasattr(proto, "ByteSize"):
+                total += proto.ByteSize()
+            if hasattr(child, "children"):
+                walk(child)
+
+    walk(at._tree)
+    return total
+
+
 def _problems(at) -> str:
     msgs = [str(e.value)[:160] for e in at.exception] + [str(e.value)[:160] for e in at.error]
     # a page that reads no data renders fast and proves nothing
@@ -134,7 +158,7 @@ def _problems(at) -> str:
 
 
 def render(page: str, query: dict, timeout: float):
-    """(cold seconds, warm seconds, problems) for one page view."""
+    """(cold seconds, warm seconds, payload bytes, problems) for one page view."""
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
@@ -148,13 +172,14 @@ def render(page: str, query: dict, timeout: float):
     at.run()
     cold = time.perf_counter() - t
     problems = _problems(at)
+    payload = _payload_bytes(at)
     label = _current["label"]
     _current["label"] = None  # warm runs hit the cache; only cold query times are of interest
     t = time.perf_counter()
     at.run()
     warm = time.perf_counter() - t
     _current["label"] = label
-    return cold, warm, problems or _problems(at)
+    return cold, warm, payload, problems or _problems(at)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,27 +225,30 @@ def main(argv: list[str] | None = None) -> int:
             continue
         _current["label"] = name
         try:
-            cold, warm, problems = render(page, query, args.timeout)
+            cold, warm, payload, problems = render(page, query, args.timeout)
         except Exception as e:  # a render that times out or crashes AppTest itself
             results.append(dict(view=name, page=page, query=query, status="ERROR", cold_s=None, warm_s=None, problems=f"{type(e).__name__}: {e}"[:300]))
             continue
         finally:
             _current["label"] = None
+        if payload > PAYLOAD_WARN_BYTES:
+            problems = (problems + " | " if problems else "") + f"sends {payload / 2**20:.1f} MiB to the browser"
         ok = cold <= COLD_BAR_S and warm <= WARM_BAR_S and not problems
         results.append(dict(view=name, page=page, query=query, status="PASS" if ok else "FAIL",
-                            cold_s=round(cold, 3), warm_s=round(warm, 3), problems=problems,
+                            cold_s=round(cold, 3), warm_s=round(warm, 3), payload_kb=round(payload / 1024),
+                            problems=problems,
                             queries=sorted(query_times.get(name, []), key=lambda x: -x[1])))
 
     width = max([len(r["view"]) for r in results] + [4])
     print()
-    print(f"{'page':<{width}}  {'cold s':>7} {'':4}  {'warm s':>7} {'':4}  result")
+    print(f"{'page':<{width}}  {'cold s':>7} {'':4}  {'warm s':>7} {'':4}  {'sent KB':>7}  result")
     for r in results:
         if r["cold_s"] is None:
-            print(f"{r['view']:<{width}}  {'-':>7} {'':4}  {'-':>7} {'':4}  {r['status']}: {r['problems']}")
+            print(f"{r['view']:<{width}}  {'-':>7} {'':4}  {'-':>7} {'':4}  {'-':>7}  {r['status']}: {r['problems']}")
             continue
         c_ok = "ok" if r["cold_s"] <= COLD_BAR_S else "SLOW"
         w_ok = "ok" if r["warm_s"] <= WARM_BAR_S else "SLOW"
-        print(f"{r['view']:<{width}}  {r['cold_s']:7.2f} {c_ok:4}  {r['warm_s']:7.2f} {w_ok:4}  {r['status']}"
+        print(f"{r['view']:<{width}}  {r['cold_s']:7.2f} {c_ok:4}  {r['warm_s']:7.2f} {w_ok:4}  {r['payload_kb']:7,}  {r['status']}"
               + (f": {r['problems']}" if r["problems"] else ""))
     print()
     print("slowest queries per view (cold):")

@@ -641,11 +641,40 @@ def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int
             con.execute("COMMIT")
             say(f"  {label:<14} {time.perf_counter() - t:6.1f} s")
         con.execute("CHECKPOINT")
+        t = time.perf_counter()
+        bad = integrity_problems(con)
+        say(f"  integrity      {time.perf_counter() - t:6.1f} s: " + ("ok" if not bad else "; ".join(bad)))
+        if bad:
+            raise SystemExit("generated store is inconsistent: " + "; ".join(bad))
         counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                   for t in ("runs", "files", "compiles", "graph_breaks", "recompiles", "guard_failures", "limit_hits",
                             "compile_phases", "cache_events", "step_timings", "bench_results", "ingest_errors")}
     counts["_seconds"] = round(time.perf_counter() - t_start, 1)
     return counts
+
+
+INTEGRITY_CHECKS = {
+    "event rows whose run is missing": """
+        SELECT count(*) FROM (SELECT run_id FROM graph_breaks UNION ALL SELECT run_id FROM recompiles
+                              UNION ALL SELECT run_id FROM compiles UNION ALL SELECT run_id FROM bench_results) e
+        ANTI JOIN runs USING (run_id)""",
+    "event rows whose file is missing": """
+        SELECT count(*) FROM (SELECT file_id FROM graph_breaks UNION ALL SELECT file_id FROM recompiles
+                              UNION ALL SELECT file_id FROM step_timings) e ANTI JOIN files USING (file_id)""",
+    "guard failures without their recompile": """
+        SELECT count(*) FROM guard_failures g ANTI JOIN recompiles r USING (run_id, recompile_no)""",
+    "recompiles without a guard failure": """
+        SELECT count(*) FROM recompiles r ANTI JOIN guard_failures g USING (run_id, recompile_no)""",
+    "recompiles without their compile": """
+        SELECT count(*) FROM recompiles r ANTI JOIN compiles c USING (run_id, compile_id, rank)""",
+    "duplicate recompile numbers in a run": """
+        SELECT count(*) - count(DISTINCT (run_id, recompile_no)) FROM recompiles""",
+}
+
+
+def integrity_problems(con) -> list[str]:
+    """What a real ingest guarantees and the pages rely on (links between tables), checked in SQL."""
+    return [f"{n:,} {what}" for what, sql in INTEGRITY_CHECKS.items() if (n := con.execute(sql).fetchone()[0])]
 
 
 def _statements(sql: str) -> list[str]:

@@ -82,7 +82,11 @@ if d is not None and not d.empty:
     counts = d["status"].value_counts()
     st.markdown(f":red[**{counts.get('new', 0)} new**] · :green[**{counts.get('fixed', 0)} fixed**] · "
                 f"{counts.get('more', 0)} more often · {counts.get('fewer', 0)} less often")
+if d is not None:
+    d = d.assign(detail=[ui.link("hotspots", f.replace(run_id=None, run_b=None, version_a=None, version_b=None),
+                                 break_key=k) for k in d["break_key"]])
 ui.table(d, key="cmp_breaks", empty="No graph breaks on either side.", hide=("break_key",),
+         detail=ui.link_col("Hotspot", width="small"),
          status=ui.text_col("Status", "small"), gb_type=ui.text_col("Break type", "medium"),
          reason=ui.text_col("Reason", "large"), location=ui.text_col("User code", "medium"),
          per_run_a=ui.num_col("Per run A", "%.2f"), per_run_b=ui.num_col("Per run B", "%.2f"),

@@ -1,4 +1,5 @@
 """Graph-break hotspots: the same break across runs, most frequent first; pick one for its detail."""
+import pandas as pd
 import streamlit as st
 
 from app import charts, ui
@@ -61,8 +62,11 @@ elif table is not None:
             b = match.iloc[0]
             st.subheader(ui.short(ui.first_text(b["gb_type"], b["reason"], b["break_key"]), 120))
             code = ui.first_text(b["gb_code"])
+            first = b["first_seen_ever"]
             st.markdown(f"`{ui.first_text(b['user_file'], '?')}:{b['user_line']}` in "
-                        f"`{ui.first_text(b['user_function'], '?')}`" + (f" · {code}" if code else ""))
+                        f"`{ui.first_text(b['user_function'], '?')}`" + (f" · {code}" if code else "")
+                        + (f" · first seen {first:%Y-%m-%d}" if pd.notna(first) else "")
+                        + (" · **new this week**" if pd.notna(b["new_this_week"]) and bool(b["new_this_week"]) else ""))
             left, right = st.columns(2)
             with left:
                 st.markdown("**Reason**")

@@ -130,6 +130,7 @@ def test_hotspots_search_and_break_link(app_at, team_db):
     _ok(at)
     # The linked break's detail: its hint and the runs it occurred in.
     assert "Avoid calling builtin `print`" in _texts(at)
+    assert "first seen 2026-10-" in _texts(at) and "new this week" not in _texts(at)
     assert len(_table(at, "compile_ids")) > 0
     at.text_input(key="hs_search").input("augment.py").run()
     _ok(at)

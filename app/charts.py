@@ -73,8 +73,9 @@ def hotspot_trend(frame: pd.DataFrame) -> alt.Chart:
     ).properties(height=HEIGHT)
 
 
-def recompile_timeline(frame: pd.DataFrame) -> alt.Chart:
-    """Cumulative recompiles per function over time in one run; points coloured by guard category."""
+def recompile_timeline(frame: pd.DataFrame, highlight: str | None = None) -> alt.Chart:
+    """Cumulative recompiles per function over time in one run; points coloured by guard category.
+    With `highlight` (a function name present in the run), the other functions are faded."""
     run = frame["run_id"].iloc[0] if not frame.empty else ""
     title = f"Recompiles over time in run {run}"
     if frame.empty:
@@ -91,6 +92,10 @@ def recompile_timeline(frame: pd.DataFrame) -> alt.Chart:
                                                                          strokeDash=alt.StrokeDash("function:N", title="Function"))
     points = base.mark_point(filled=True, size=70).encode(color=alt.Color("category:N", title="Guard category"),
                                                            shape=alt.Shape("function:N", title="Function"))
+    if highlight and (frame["function"] == highlight).any():
+        faded = alt.condition(alt.datum.function == highlight, alt.value(1.0), alt.value(0.2))
+        lines, points = lines.encode(opacity=faded), points.encode(opacity=faded)
+        title += f", function {highlight}"
     return (lines + points).properties(title=title, height=HEIGHT)
 
 

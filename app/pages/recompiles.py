@@ -51,7 +51,7 @@ if pick:
 timeline = ui.load(recompiles.timeline, f)
 if timeline is not None and not timeline.empty:
     run_id = timeline["run_id"].iloc[0]
-    st.altair_chart(charts.recompile_timeline(timeline), width="stretch")
+    st.altair_chart(charts.recompile_timeline(timeline, highlight=f.function), width="stretch")
     st.page_link("pages/run_detail.py", label=f"Open run {run_id}", icon=":material/description:",
                  query_params={"run": run_id})
 

@@ -100,6 +100,13 @@ def test_chart_has_title_axis_titles_and_tooltips(name):
                 pytest.fail(f"{name}: {channel} axis has no title")
 
 
+def test_timeline_highlights_the_picked_function():
+    frame = pd.concat([SAMPLES["recompile_timeline"], SAMPLES["recompile_timeline"].assign(function="g")])
+    spec = charts.recompile_timeline(frame, highlight="g").to_dict()
+    assert "function g" in spec["title"] and "opacity" in str(spec)
+    assert "function g" not in charts.recompile_timeline(frame, highlight="nope").to_dict()["title"]
+
+
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_chart_of_nothing_says_so(name):
     empty = SAMPLES[name].iloc[0:0]

@@ -24,6 +24,7 @@ _IN_USER_CODE = re.compile(r"^Graph break(?P<dup> \((?:user stack|details) suppr
 _OLD_FORM = re.compile(r"^Graph break: (?P<reason>.*?)\s*from user code at:?\s*(?P<rest>.*)$", re.S)
 _EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:Unsupported|[A-Z]\w*(?:Error|Exception|Unsupported))(?:: (?P<msg>.*))?$")
 _GB_LINK = re.compile(r"/gb/gb(?P<code>\d+)\.html")
+_ITEM_WARNING_SOURCE = re.compile(r"_dynamo[/\\]variables[/\\]tensor\.py:\d+\]")
 _NESTED = "*** While handling this graph break, another graph break occurred: ***"
 _SECTION_END = ("User code traceback:", "Stack variable source attribution:")
 
@@ -37,6 +38,11 @@ def starts(msg: str) -> bool:
 def parse(rec, ctx, sink) -> None:
     lines = rec.lines
     head = lines[0]
+    if rec.prefix and _ITEM_WARNING_SOURCE.search(rec.prefix) and head.startswith("Graph break: from user code at"):
+        # The tail of tensor.py's "Graph break from `Tensor.item()`, consider setting: ..." warning
+        # (2.5+). It precedes the [__graph_breaks] record of the same break, which carries the
+        # reason; counting both would report every .item() break twice (seen in torch 2.11 logs).
+        return
     gb_type = explanation = hints = gb_code = None
     reason = user_file = user_line = user_function = None
     fr: list = []

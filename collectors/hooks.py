@@ -462,7 +462,15 @@ def _timed_subclass(cls):
     if sub is None:
         def __call__(self, *args, **kwargs):
             return _timed(self._compilewatch_timer, super(sub, self).__call__, args, kwargs)
-        sub = type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__})
+
+        def __reduce__(self):
+            # Pickle (torch.save of the whole module, deepcopy) as the original class: this
+            # subclass can't be found by name, and a copy needn't be timed.
+            r = super(sub, self).__reduce__()
+            if isinstance(r, tuple) and r and r[0] is sub:
+                r = (cls,) + tuple(r[1:])
+            return r
+        sub = type(cls.__name__, (cls,), {"__call__": __call__, "__reduce__": __reduce__, "__module__": cls.__module__})
         _SUBCLASSES[cls] = sub
     return sub
 

@@ -39,6 +39,17 @@ def test_wrapped_module_keeps_its_type_and_state(recorder):
     assert d["graphs"] == 1 and d["recompiles"] == 0
 
 
+def test_wrapped_module_pickles_as_the_original_class(recorder):
+    import copy
+    from torch._dynamo.eval_frame import OptimizedModule
+
+    wrapped = hooks.wrap_compiled(torch.compile(torch.nn.Linear(2, 2), backend="eager"), "Linear.forward")
+    fn, args = wrapped.__reduce__()[:2]
+    assert fn is OptimizedModule and args[0] is wrapped._orig_mod
+    clone = copy.deepcopy(wrapped)
+    assert type(clone) is OptimizedModule and torch.equal(clone._orig_mod.weight, wrapped._orig_mod.weight)
+
+
 def test_recompile_is_labelled_compile_and_counted(recorder):
     fn = hooks.wrap_compiled(torch.compile(lambda x: x * 2, backend="eager", dynamic=False), "double")
     for n in (3, 3, 3, 3, 3, 5, 5):

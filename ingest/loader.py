@@ -68,6 +68,10 @@ class _Unit:
     name: str
     role: str | None = None               # from a bundle manifest; None = sniff
     manifest: bundle_mod.Manifest | None = None
+    # False for a bundle's TORCH_LOGS text when the bundle also has a TORCH_TRACE: both describe the
+    # same graph breaks and recompiles, so counting both would double every number. The trace is the
+    # structured, complete source; the text is still kept raw and listed with the run.
+    events: bool = True
 
 
 def parser_for(kind: str):
@@ -89,7 +93,7 @@ def parser_for(kind: str):
 
 _LINE_KINDS = (detect.TORCH_TRACE, detect.TORCH_LOGS)
 _ROLE_KIND = {"torch_logs": detect.TORCH_LOGS, "torch_trace": detect.TORCH_TRACE,
-              "timings": detect.TIMINGS, "bench": detect.BENCH_CSV, "manifest": detect.MANIFEST}
+              "timings": detect.TIMINGS, "timings_ranks": detect.TIMINGS, "bench": detect.BENCH_CSV, "manifest": detect.MANIFEST}
 
 
 # -- expanding paths into units -------------------------------------------------------------------
@@ -141,9 +145,12 @@ def _expand_dir(root: Path, prefix: str) -> list[_Unit]:
 def _bundle_units(root: Path, prefix: str) -> list[_Unit]:
     manifest = bundle_mod.read_manifest(root)
     units = [_Unit(root / bundle_mod.MANIFEST, f"{prefix}/{bundle_mod.MANIFEST}", "manifest", manifest)]
-    for role, files in bundle_mod.bundle_files(root, manifest).items():
+    roles = bundle_mod.bundle_files(root, manifest)
+    has_trace = bool(roles.get("torch_trace"))
+    for role, files in roles.items():
         for f in files:
-            units.append(_Unit(f, f"{prefix}/{f.relative_to(root).as_posix()}", role, manifest))
+            units.append(_Unit(f, f"{prefix}/{f.relative_to(root).as_posix()}", role, manifest,
+                               events=not (role == "torch_logs" and has_trace)))
     return units
 
 
@@ -330,7 +337,12 @@ def _existing(con, sha: str, rid: str, bundled: bool):
     return _one(con, "SELECT run_id FROM files WHERE sha256 = ? LIMIT 1", [sha])
 
 
-def _parse_into(sink: StagingSink, unit: _Unit, kind: str, sniffed, on_bytes) -> None:
+TEXT_BESIDE_TRACE = "kept raw; this bundle's events come from its TORCH_TRACE"
+
+
+def _parse_into(sink, unit: _Unit, kind: str, sniffed, on_bytes) -> None:
+    if not unit.events:
+        return
     if kind == detect.UNKNOWN:
         sink.error(0, "unknown_format", sniffed.reason or "not a TORCH_TRACE, TORCH_LOGS text, bundle or benchmark CSV", "")
         return
@@ -416,6 +428,8 @@ def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_byte
             result.status, result.message = "failed", sniffed.reason
         elif sink.error_count:
             result.status, result.message = "partial", f"{sink.error_count} line(s) could not be parsed"
+        elif not unit.events:
+            result.message = TEXT_BESIDE_TRACE
         if strict and sink.error_count:
             result.status, result.records = "failed", {}
             result.message = f"--strict: {sink.error_count} line(s) could not be parsed; nothing stored"

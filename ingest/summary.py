@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from . import detect
-from .loader import expand, parser_for, _ROLE_KIND
+from .loader import TEXT_BESIDE_TRACE, expand, parser_for, _ROLE_KIND
 
 
 class SummarySink:
@@ -74,6 +74,10 @@ def summarize(paths) -> dict:
                 if unit.manifest and unit.manifest.torch_version:
                     sink.meta("torch_version", unit.manifest.torch_version)
                 details.append({"name": unit.name, "kind": detect.MANIFEST, "records": 0, "errors": 0})
+                continue
+            if not unit.events:  # a bundle's text beside its trace: the same events, counted once
+                details.append({"name": unit.name, "kind": detect.TORCH_LOGS, "records": 0, "errors": 0,
+                                "note": TEXT_BESIDE_TRACE})
                 continue
             sniffed = detect.sniff(unit.path)
             kind = sniffed.kind

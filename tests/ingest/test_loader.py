@@ -160,3 +160,22 @@ def test_reingest_replaces_a_files_rows_once(store, tmp_path):
     ingest_paths(store, [f])
     assert reingest(store, all_files=True) == 1
     assert _count(store, "bench_results") == 1 and _count(store, "files") == 1
+
+
+def test_bundle_text_beside_a_trace_is_kept_but_not_counted_twice(store, tmp_path):
+    import shutil
+    from pathlib import Path
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    b = tmp_path / "both"
+    (b / "trace").mkdir(parents=True)
+    shutil.copy(fixtures / "trace" / "graph_break_recompile.log.gz", b / "trace" / "rank0.log.gz")
+    shutil.copy(fixtures / "text" / "torch2.13_all.log", b / "torch_logs.txt")
+    write_manifest(b, Manifest(run_id="both", model="toy"))
+    rep = {r.name.split("/")[-1]: r for r in ingest_paths(store, [b]).files}
+    assert rep["torch_logs.txt"].status == "stored" and rep["torch_logs.txt"].records == {}
+    assert "TORCH_TRACE" in rep["torch_logs.txt"].message
+    with store.read() as con:
+        n = con.execute("SELECT count(*) FROM graph_breaks WHERE source = 'text'").fetchall()[0][0]
+        kinds = sorted(r[0] for r in con.execute("SELECT kind FROM files").fetchall())
+    assert n == 0 and rep["rank0.log.gz"].records.get("graph_breaks", 0) > 0
+    assert kinds == ["manifest", "torch_logs", "torch_trace"]

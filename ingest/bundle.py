@@ -43,8 +43,13 @@ timings.json, written by collectors/hooks:
   "dynamo_counters": {"stats": {...}, "graph_break": {...}, ...},
   "compile_phases_s": {"entire_frame_compile": 1.2, "backend_compile": 0.9, ...},
   "peak_mem_bytes": 123 | null,
-  "device": "cuda:0" | "cpu"
+  "device": "cuda:0" | "cpu",
+  # also written by collectors/hooks, read by nothing in ingest yet (kept raw):
+  "env": {...}, "pid": 123, "compilation_metrics": [...],
+  # and per callable: "calls", "sample_every", "steady_median_ms", "steady_p90_ms", ...
 }
+In a multi-rank job rank 0 writes timings.json and rank N writes timings.rankN.json, listed in the
+manifest under the role "timings_ranks".
 """
 
 

@@ -24,6 +24,7 @@ from . import PARSER_VERSION
 from . import bundle as bundle_mod
 from . import detect
 from .errors import BundleError, InputError, StoreError
+from .jsonfast import dumps_line, loads
 from .records import EVENT_TABLES
 
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, current file name)
@@ -199,7 +200,6 @@ class StagingSink:
         self.errors: list[tuple] = []
         self.error_count = 0
         self.metadata: dict = {}
-        self._encode = json.JSONEncoder(default=str, ensure_ascii=False).encode
 
     abort = False  # set from the hashing thread when the file turns out to be stored already
 
@@ -211,9 +211,8 @@ class StagingSink:
             if table not in EVENT_TABLES:
                 self.metadata.setdefault("unknown_tables", set()).add(table)
                 return
-            f = self.files[table] = open(self.dir / f"{table}.ndjson", "w", encoding="utf-8")
-        f.write(self._encode(row))
-        f.write("\n")
+            f = self.files[table] = open(self.dir / f"{table}.ndjson", "wb")
+        f.write(dumps_line(row))
         self.counts[table] = self.counts.get(table, 0) + 1
 
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
@@ -242,10 +241,10 @@ class StagingSink:
             except (duckdb.ConversionException, duckdb.InvalidInputException):
                 # A parser emitted a value of the wrong type: coerce column by column, then load.
                 fixed = path.with_suffix(".fixed")
-                with open(path, encoding="utf-8") as fin, open(fixed, "w", encoding="utf-8") as fout:
+                with open(path, "rb") as fin, open(fixed, "wb") as fout:
                     for line in fin:
-                        r = json.loads(line)
-                        fout.write(self._encode({c: _coerce(r.get(c), t) for c, t in cols}) + "\n")
+                        r = loads(line)
+                        fout.write(dumps_line({c: _coerce(r.get(c), t) for c, t in cols}))
                 con.execute(sql, [run_id, file_id, str(fixed)]).fetchall()
         if self.errors:
             con.executemany("INSERT INTO ingest_errors VALUES (?, ?, ?, ?, ?, ?, ?)",

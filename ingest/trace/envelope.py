@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+
+from ..jsonfast import loads
 import re
 from collections import Counter
 
@@ -320,7 +322,7 @@ class EnvelopeReader:
             return None
         body = raw[m.end():]
         try:
-            data = json.loads(body)
+            data = loads(body)
         except UnicodeDecodeError:
             self._error(line_no, "encoding", "envelope is not valid UTF-8; decoded with replacement", _excerpt(raw))
             try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from ... import normalize
+from ...jsonfast import loads
 
 
 def as_int(v):
@@ -48,7 +49,7 @@ def load_json(env, ctx):
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return loads(text)
     except ValueError as e:
         if not env.payload_ok:
             return None  # a damaged payload is counted once, as payload_md5 / truncated

@@ -146,7 +146,8 @@ def trend(frame: pd.DataFrame, field: str = "speedup") -> alt.Chart:
     chart = alt.Chart(frame).mark_line(point=True).encode(
         x=alt.X("period:T", title="Run time (UTC)"),
         y=alt.Y(f"{field}:Q", title=label, scale=alt.Scale(zero=False)),
-        color=alt.Color("model:N", title="Model"),
+        # two legend columns: a dozen models no longer get cut off at the chart's height
+        color=alt.Color("model:N", title="Model", legend=alt.Legend(columns=2, symbolLimit=0)),
         tooltip=[alt.Tooltip("model:N", title="Model"), alt.Tooltip("period:T", title="Period (UTC)", format="%Y-%m-%d %H:%M"),
                  alt.Tooltip(f"{field}:Q", title=label, format=fmt), alt.Tooltip("runs:Q", title="Runs"),
                  alt.Tooltip("torch_versions:N", title="Torch"), alt.Tooltip("labels:N", title="Labels")],
@@ -157,17 +158,21 @@ def trend(frame: pd.DataFrame, field: str = "speedup") -> alt.Chart:
 
 
 def by_version(frame: pd.DataFrame, dimension: str = "torch_version") -> alt.Chart:
+    # Horizontal bars: version names (nightlies, git commits) are long, and rotated under vertical
+    # bars they ate the whole plot height at team scale.
     title = f"Geomean speedup over models by {dimension.replace('_', ' ')}"
     if frame.empty:
         return _empty(title)
-    return alt.Chart(frame, title=title).mark_bar().encode(
-        x=alt.X("version:N", sort=list(frame["version"]), title=dimension.replace("_", " ") + " (oldest first)"),
-        y=alt.Y("geomean_speedup:Q", title="Speedup over eager (×, geomean over models)"),
+    bars = alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("version:N", sort=list(frame["version"]), title=dimension.replace("_", " ") + " (oldest first)"),
+        x=alt.X("geomean_speedup:Q", title="Speedup over eager (×, geomean over models)"),
         tooltip=[alt.Tooltip("version:N", title="Version"), alt.Tooltip("geomean_speedup:Q", title="Geomean speedup", format=".3f"),
                  alt.Tooltip("compile_s:Q", title="Compile time (s)", format=".1f"),
                  alt.Tooltip("memory_ratio:Q", title="Memory ratio", format=".3f"),
                  alt.Tooltip("models:Q", title="Models"), alt.Tooltip("runs:Q", title="Runs")],
-    ).properties(height=HEIGHT)
+    )
+    parity = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(x="x:Q")
+    return (bars + parity).properties(title=title, height=alt.Step(18))
 
 
 def phase_timeline(frame: pd.DataFrame) -> alt.Chart:

@@ -98,7 +98,9 @@ def parse(rec, ctx, sink) -> None:
         gb_type=gb_type,
         gb_code=gb_code,
         reason=reason,
-        reason_norm=normalize_reason(reason)[:2000] if reason else None,
+        # A 2.7+ structured break is named by its gb_type, as the trace parser names it, so the same
+        # break reads the same in the dashboard whichever log it came from.
+        reason_norm=normalize_reason(gb_type) if gb_type else (normalize_reason(reason)[:2000] if reason else None),
         explanation=explanation,
         hints=hints,
         user_file=user_file,

@@ -1,4 +1,7 @@
 """Weekly review: this window against the one before; what got worse and better; top hotspots and storms."""
+from pathlib import PurePath
+
+import pandas as pd
 import streamlit as st
 
 from app import charts, ui
@@ -43,10 +46,14 @@ with st.container():
     if top is not None:
         top = top.assign(detail=[ui.link("hotspots", f, break_key=k) for k in top["break_key"]],
                          what=[ui.short(ui.first_text(t, r, k), 90)
-                               for t, r, k in zip(top["gb_type"], top["reason"], top["break_key"])])
-        ui.table(top[["what", "occurrences", "runs", "models", "new_this_week", "detail"]], key="ov_hotspots",
+                               for t, r, k in zip(top["gb_type"], top["reason"], top["break_key"])],
+                         # the same break type at two places in user code is two hotspots: say where
+                         where=[f"{PurePath(str(p)).name}:{int(ln)}" if isinstance(p, str) and pd.notna(ln) else ""
+                                for p, ln in zip(top["user_file"], top["user_line"])])
+        ui.table(top[["what", "where", "occurrences", "runs", "models", "new_this_week", "detail"]], key="ov_hotspots",
                  empty="No graph breaks in this window.",
-                 what=ui.text_col("Break", "large"), occurrences=ui.count_col("Count", width="small"),
+                 what=ui.text_col("Break", "large"), where=ui.text_col("Where", "medium"),
+                 occurrences=ui.count_col("Count", width="small"),
                  runs=ui.count_col("Runs", width="small"), models=ui.count_col("Models", width="small"),
                  new_this_week=st.column_config.CheckboxColumn("New", width="small"),
                  detail=ui.link_col("Detail", width="small"))

@@ -273,7 +273,11 @@ class _ProgressStream:
                 self.on_bytes(self.raw.tell())
 
     def read(self, *a):
-        return self.inner.read(*a)
+        # the text reader pulls 1 MiB blocks through read(): report progress per block
+        data = self.inner.read(*a)
+        if self.on_bytes is not None:
+            self.on_bytes(self.raw.tell())
+        return data
 
     def readline(self, *a):
         return self.inner.readline(*a)

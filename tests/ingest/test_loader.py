@@ -179,3 +179,16 @@ def test_bundle_text_beside_a_trace_is_kept_but_not_counted_twice(store, tmp_pat
         kinds = sorted(r[0] for r in con.execute("SELECT kind FROM files").fetchall())
     assert n == 0 and rep["rank0.log.gz"].records.get("graph_breaks", 0) > 0
     assert kinds == ["manifest", "torch_logs", "torch_trace"]
+
+
+def test_progress_reports_within_a_large_text_log(store, tmp_path):
+    from pathlib import Path
+    real = (Path(__file__).resolve().parents[1] / "fixtures" / "text" / "torch2.13_recompiles.log").read_bytes()
+    big = tmp_path / "big.log"
+    big.write_bytes(real * (3_000_000 // len(real) + 1))
+    seen = []
+    ingest_paths(store, [big], progress=lambda done, total, name: seen.append((done, total)))
+    total = big.stat().st_size
+    assert seen[-1] == (total, total)
+    inside = [d for d, _ in seen if 0 < d < total]
+    assert len(inside) >= 2 and inside == sorted(inside)

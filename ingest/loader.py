@@ -100,47 +100,49 @@ _ROLE_KIND = {"torch_logs": detect.TORCH_LOGS, "torch_trace": detect.TORCH_TRACE
 # -- expanding paths into units -------------------------------------------------------------------
 
 def expand(paths: Iterable[Path], tmp_root: Path) -> tuple[list[_Unit], list[FileResult]]:
+    """Files, folders, bundles and archives -> units of work. A path that cannot be read becomes a
+    failed FileResult; inside a folder that is per entry, so one corrupt archive or manifest among
+    a hundred bundles fails alone."""
     units: list[_Unit] = []
     failures: list[FileResult] = []
     for p in paths:
         p = Path(p)
-        try:
-            if not p.exists():
-                raise InputError(f"no such file or folder: {p}", "check the path")
-            if p.is_file() and bundle_mod.is_archive(p):
-                root = bundle_mod.extract_archive(p, Path(tempfile.mkdtemp(dir=tmp_root)))
-                units.extend(_expand_dir(root, prefix=p.name))
-            elif p.is_dir():
-                units.extend(_expand_dir(p, prefix=p.name))
-            else:
-                units.append(_Unit(p, p.name))
-        except (InputError, OSError) as e:
-            failures.append(FileResult(p.name, "unknown", "failed", message=str(e)))
+        if not p.exists():
+            failures.append(FileResult(p.name, "unknown", "failed",
+                                       message=str(InputError(f"no such file or folder: {p}", "check the path"))))
+        elif p.is_dir() or bundle_mod.is_archive(p):
+            _expand_entry(p, p.name, tmp_root, units, failures)
+        else:
+            units.append(_Unit(p, p.name))
     return units, failures
 
 
-def _expand_dir(root: Path, prefix: str) -> list[_Unit]:
-    if bundle_mod.is_bundle_dir(root):
-        return _bundle_units(root, prefix)
-    units = []
-    for dirpath, dirnames, filenames in os.walk(root):
+def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: list) -> None:
+    try:
+        if p.is_file():  # an archive: unpacked under the ingest's temp root, removed at the end
+            p = bundle_mod.extract_archive(p, Path(tempfile.mkdtemp(dir=tmp_root)))
+        if bundle_mod.is_bundle_dir(p):
+            units.extend(_bundle_units(p, name))
+            return
+    except (InputError, OSError) as e:
+        failures.append(FileResult(name, "unknown", "failed", message=str(e)))
+        return
+    for dirpath, dirnames, filenames in os.walk(p):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         d = Path(dirpath)
-        if d != root and bundle_mod.is_bundle_dir(d):
-            units.extend(_bundle_units(d, f"{prefix}/{d.relative_to(root)}"))
+        if d != p and bundle_mod.is_bundle_dir(d):
+            _expand_entry(d, f"{name}/{d.relative_to(p).as_posix()}", tmp_root, units, failures)
             dirnames[:] = []
             continue
         for fn in sorted(filenames):
             if fn.startswith("."):
                 continue
             fp = d / fn
-            rel = fp.relative_to(root).as_posix()
+            rel = f"{name}/{fp.relative_to(p).as_posix()}"
             if bundle_mod.is_archive(fp):
-                sub = bundle_mod.extract_archive(fp, Path(tempfile.mkdtemp(dir=root.parent if False else None)))
-                units.extend(_expand_dir(sub, prefix=f"{prefix}/{rel}"))
+                _expand_entry(fp, rel, tmp_root, units, failures)
             else:
-                units.append(_Unit(fp, f"{prefix}/{rel}"))
-    return units
+                units.append(_Unit(fp, rel))
 
 
 def _bundle_units(root: Path, prefix: str) -> list[_Unit]:

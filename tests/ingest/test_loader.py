@@ -192,3 +192,20 @@ def test_progress_reports_within_a_large_text_log(store, tmp_path):
     assert seen[-1] == (total, total)
     inside = [d for d, _ in seen if 0 < d < total]
     assert len(inside) >= 2 and inside == sorted(inside)
+
+
+def test_one_corrupt_bundle_in_a_folder_fails_alone(store, tmp_path):
+    folder = tmp_path / "inbox-copy"
+    folder.mkdir()
+    _bundle(folder, "good-run")
+    (folder / "cut-short.tar.gz").write_bytes(b"\x1f\x8b\x08\x00 not really gzip")
+    bad = folder / "bad-manifest"
+    bad.mkdir()
+    (bad / "manifest.json").write_text("{not json")
+    rep = ingest_paths(store, [folder])
+    by_status = {}
+    for r in rep.files:
+        by_status.setdefault(r.status, []).append(r.name)
+    assert sorted(by_status["failed"]) == ["inbox-copy/bad-manifest", "inbox-copy/cut-short.tar.gz"]
+    assert len(by_status["stored"]) == 3   # good-run: manifest, bench.csv, timings.json
+    assert _count(store, "runs") == 1

@@ -28,17 +28,7 @@ FIXTURES = REPO / "tests" / "fixtures" / "text"
 CHILD = r"""
 import json, resource, sys, time
 from ingest.text import parse_text
-
-class CountingSink:
-    def __init__(self):
-        self.rows = {}
-        self.errors = 0
-    def row(self, table, row):
-        self.rows[table] = self.rows.get(table, 0) + 1
-    def error(self, line_no, kind, message, excerpt=""):
-        self.errors += 1
-    def meta(self, k, v):
-        pass
+from ingest.records import CountingSink
 
 path = sys.argv[1]
 sink = CountingSink()

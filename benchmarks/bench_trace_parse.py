@@ -34,17 +34,7 @@ TLPARSE = REPO / ".venv" / "bin" / "tlparse"
 CHILD = r"""
 import json, sys, time
 from ingest.trace import parse_trace
-
-class CountingSink:
-    def __init__(self):
-        self.rows = {}
-        self.errors = 0
-    def row(self, table, row):
-        self.rows[table] = self.rows.get(table, 0) + 1
-    def error(self, line_no, kind, message, excerpt=""):
-        self.errors += 1
-    def meta(self, key, value):
-        pass
+from ingest.records import CountingSink
 
 sink = CountingSink()
 t = time.perf_counter()

@@ -11,18 +11,23 @@ from .records import EVENT_TABLES
 
 def reingest(store, all_files: bool = False) -> int:
     with store.read() as con:
+        # `events` repeats the loader's rule: a bundle's text beside its trace is not counted again
         files = con.execute(
-            "SELECT file_id, run_id, kind, original_name, stored_path FROM files "
-            "WHERE kind NOT IN ('manifest', 'unknown') AND (? OR parser_version < ?) ORDER BY file_id",
+            "SELECT f.file_id, f.run_id, f.kind, f.original_name, f.stored_path, "
+            "       NOT (f.kind = 'torch_logs' "
+            "            AND EXISTS (SELECT 1 FROM files t WHERE t.run_id = f.run_id AND t.kind = 'torch_trace') "
+            "            AND EXISTS (SELECT 1 FROM files m WHERE m.run_id = f.run_id AND m.kind = 'manifest')) AS events "
+            "FROM files f WHERE f.kind NOT IN ('manifest', 'unknown') AND (? OR f.parser_version < ?) "
+            "ORDER BY f.file_id",
             [all_files, PARSER_VERSION]).fetchall()
-    for file_id, run_id, kind, name, stored in files:
+    for file_id, run_id, kind, name, stored, events in files:
         path = store.folder / stored
         if not Path(path).exists():
             continue
         sniffed = detect.sniff(path)
         sink = StagingSink(store.tmp_dir)
         try:
-            _parse_into(sink, _Unit(Path(path), name), kind, sniffed, None)
+            _parse_into(sink, _Unit(Path(path), name, events=events), kind, sniffed, None)
             sink.finish()
             with store.write() as con:
                 con.execute("BEGIN")

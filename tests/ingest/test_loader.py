@@ -179,6 +179,14 @@ def test_bundle_text_beside_a_trace_is_kept_but_not_counted_twice(store, tmp_pat
         kinds = sorted(r[0] for r in con.execute("SELECT kind FROM files").fetchall())
     assert n == 0 and rep["rank0.log.gz"].records.get("graph_breaks", 0) > 0
     assert kinds == ["manifest", "torch_logs", "torch_trace"]
+    # and a re-parse by a later parser version keeps to the same rule
+    from ingest.reingest import reingest
+    with store.read() as con:
+        before = con.execute("SELECT count(*) FROM graph_breaks").fetchall()[0][0]
+    assert reingest(store, all_files=True) == 2
+    with store.read() as con:
+        assert con.execute("SELECT count(*) FROM graph_breaks").fetchall()[0][0] == before
+        assert con.execute("SELECT count(*) FROM graph_breaks WHERE source = 'text'").fetchall()[0][0] == 0
 
 
 def test_progress_reports_within_a_large_text_log(store, tmp_path):

@@ -73,6 +73,8 @@ class Store:
                 if set(self._applied(con)) >= {n for n, _ in migrations()}:
                     return applied
         with self.write() as con:
+            con.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR PRIMARY KEY, "
+                        "applied_at TIMESTAMP DEFAULT current_timestamp)")
             done = set(self._applied(con))
             for name, sql in migrations():
                 if name in done:
@@ -91,8 +93,7 @@ class Store:
 
     @staticmethod
     def _applied(con) -> list[str]:
-        con.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP DEFAULT current_timestamp)") \
-            if not _is_read_only(con) else None
+        """Names of the applied migrations; none on a database this code has not created yet."""
         try:
             return [r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()]
         except duckdb.CatalogException:
@@ -192,10 +193,3 @@ class Store:
         finally:
             tmp.unlink(missing_ok=True)
         return sha, rel.as_posix(), size
-
-
-def _is_read_only(con) -> bool:
-    try:
-        return bool(con.execute("SELECT current_setting('access_mode') = 'read_only'").fetchone()[0])
-    except duckdb.Error:
-        return False

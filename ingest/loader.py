@@ -12,7 +12,6 @@ import os
 import shutil
 import tempfile
 import threading
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +22,7 @@ import duckdb
 from . import PARSER_VERSION
 from . import bundle as bundle_mod
 from . import detect
-from .errors import BundleError, InputError, StoreError
+from .errors import InputError, StoreError
 from .jsonfast import dumps_line, loads
 from .records import EVENT_TABLES
 

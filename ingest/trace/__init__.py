@@ -23,7 +23,7 @@ class TraceParser:
         self._events, self._artifacts, self._finishers = dispatch_tables(parsers)
 
     def feed(self, stream) -> None:
-        events, artifacts, ctx = self._events, self._artifacts, self.ctx
+        events, artifacts = self._events, self._artifacts
         for env in self.reader.envelopes(stream):
             fns = events.get(env.name)
             if fns is None and env.name == "artifact":

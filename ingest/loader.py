@@ -344,6 +344,18 @@ def _existing(con, sha: str, rid: str, bundled: bool):
 TEXT_BESIDE_TRACE = "kept raw; this bundle's events come from its TORCH_TRACE"
 
 
+def resolve_kind(unit: _Unit):
+    """(kind, Sniffed or None): the content decides, a bundle's manifest role confirms it. Raises
+    OSError when the file cannot be read."""
+    if unit.role == "manifest":
+        return detect.MANIFEST, None
+    sniffed = detect.sniff(unit.path, now=datetime.fromtimestamp(unit.path.stat().st_mtime, timezone.utc))
+    kind = sniffed.kind
+    if unit.role and _ROLE_KIND.get(unit.role) and kind != detect.UNKNOWN:
+        kind = _ROLE_KIND[unit.role]
+    return kind, sniffed
+
+
 def _parse_into(sink, unit: _Unit, kind: str, sniffed, on_bytes) -> None:
     if not unit.events:
         return
@@ -375,16 +387,10 @@ class _Duplicate(BaseException):
 def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_bytes, forced_run_id, source) -> FileResult:
     name = unit.name
     m = unit.manifest
-    if unit.role == "manifest":
-        kind, sniffed = detect.MANIFEST, None
-    else:
-        try:
-            sniffed = detect.sniff(unit.path, now=datetime.fromtimestamp(unit.path.stat().st_mtime, timezone.utc))
-        except OSError as e:
-            return FileResult(name, "unknown", "failed", message=f"cannot read: {e.strerror}")
-        kind = sniffed.kind
-        if unit.role and _ROLE_KIND.get(unit.role) and sniffed.kind != detect.UNKNOWN:
-            kind = _ROLE_KIND[unit.role]
+    try:
+        kind, sniffed = resolve_kind(unit)
+    except OSError as e:
+        return FileResult(name, "unknown", "failed", message=f"cannot read: {e.strerror}")
     result = FileResult(name, kind, "stored")
     duplicate = "already stored (same sha256)"
     sink = StagingSink(store.tmp_dir)

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from . import detect
-from .loader import TEXT_BESIDE_TRACE, expand, parser_for, _ROLE_KIND
+from .loader import TEXT_BESIDE_TRACE, _parse_into, expand, resolve_kind
 
 
 class SummarySink:
@@ -79,21 +79,14 @@ def summarize(paths) -> dict:
                 details.append({"name": unit.name, "kind": detect.TORCH_LOGS, "records": 0, "errors": 0,
                                 "note": TEXT_BESIDE_TRACE})
                 continue
-            sniffed = detect.sniff(unit.path)
-            kind = sniffed.kind
-            if unit.role and _ROLE_KIND.get(unit.role) and kind != detect.UNKNOWN:
-                kind = _ROLE_KIND[unit.role]
-            parse = parser_for(kind)
-            if parse is None:
-                sink.error(0, "unknown_format", sniffed.reason or f"{unit.name}: not a log this tool reads")
-            else:
-                stream = detect.open_binary(unit.path)
-                try:
-                    parse(stream, sink)
-                except (EOFError, OSError) as e:
-                    sink.error(0, "truncated", f"compressed stream ends early: {e}")
-                finally:
-                    stream.close()
+            try:
+                kind, sniffed = resolve_kind(unit)
+            except OSError as e:
+                sink.error(0, "io", f"cannot read: {e.strerror}")
+                details.append({"name": unit.name, "kind": "unknown", "errors": 1})
+                continue
+            # the loader's own parse step, so summarize counts exactly what ingest would store
+            _parse_into(sink, unit, kind, sniffed, None)
             details.append({"name": unit.name, "kind": kind, "records": sum(sink.rows.values()) - before_rows,
                             "errors": sink.errors - before_err})
     finally:

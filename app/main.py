@@ -5,17 +5,17 @@ st.set_page_config(page_title="compilewatch", page_icon=":material/speed:", layo
 
 pages = {
     "Weekly review": [
-        st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", url_path="overview", default=True),
-        st.Page("pages/hotspots.py", title="Graph-break hotspots", icon=":material/call_split:", url_path="hotspots"),
-        st.Page("pages/recompiles.py", title="Recompile storms", icon=":material/cyclone:", url_path="recompiles"),
-        st.Page("pages/trends.py", title="Speedup trends", icon=":material/trending_up:", url_path="trends"),
+        st.Page("views/overview.py", title="Overview", icon=":material/dashboard:", url_path="overview", default=True),
+        st.Page("views/hotspots.py", title="Graph-break hotspots", icon=":material/call_split:", url_path="hotspots"),
+        st.Page("views/recompiles.py", title="Recompile storms", icon=":material/cyclone:", url_path="recompiles"),
+        st.Page("views/trends.py", title="Speedup trends", icon=":material/trending_up:", url_path="trends"),
     ],
     "Drill down": [
-        st.Page("pages/run_detail.py", title="Run detail", icon=":material/description:", url_path="run"),
-        st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+        st.Page("views/run_detail.py", title="Run detail", icon=":material/description:", url_path="run"),
+        st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
     ],
     "Data": [
-        st.Page("pages/upload.py", title="Upload logs", icon=":material/upload:", url_path="upload"),
+        st.Page("views/upload.py", title="Upload logs", icon=":material/upload:", url_path="upload"),
     ],
 }
 st.navigation(pages).run()

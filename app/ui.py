@@ -19,7 +19,7 @@ from app.filters import Filters, from_params, to_params
 from app.queries import common
 from ingest.errors import CompileWatchError
 
-UPLOAD_PAGE = "pages/upload.py"
+UPLOAD_PAGE = "views/upload.py"
 _REMEMBERED = "_cw_global_filters"   # global filters carried across pages (the URL is per page)
 READ_TIMEOUT_S = 30.0
 _LAST_URL = "_cw_last_url"           # what this session last wrote into the URL
@@ -135,24 +135,9 @@ def init_widget(key: str, from_url, fallback, changed: bool) -> None:
         st.session_state[key] = fallback
 
 
-def _leave_legacy_pages_mode() -> None:
-    """Streamlit starts in its legacy pages/-folder mode because app/pages/ exists; it leaves it
-    when main.py calls st.navigation. If the first request after a server start is a deep link
-    (/hotspots?...), the page script runs alone: no navigation, no page config. Leave that mode
-    and rerun, so main.py runs and resolves the same page (url_path = file name) with its query.
-    AppTest re-enters that mode on every run by design, and a rerun there would swallow clicks."""
-    from streamlit import config
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if getattr(PagesManager, "uses_pages_directory", False) and not config.get_option("global.appTest"):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def page(title: str, *, default_days: int = 7, require_data: bool = True) -> Filters:
     """Title, the sidebar's global filters (model, torch version, label, time window) and the
     empty-database check. Returns the global Filters; page-specific fields are added by the page."""
-    _leave_legacy_pages_mode()
     st.title(title)
     if not require_data:
         return Filters()

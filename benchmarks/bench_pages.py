@@ -81,7 +81,7 @@ def instrument_queries() -> list[str]:
 
 
 def declared_pages() -> list[str]:
-    """The page scripts app/main.py declares, in its order ("pages/overview.py", ...)."""
+    """The page scripts app/main.py declares, in its order ("views/overview.py", ...)."""
     return re.findall(r"st\.Page\(\s*[\"']([^\"']+\.py)[\"']", MAIN.read_text())
 
 
@@ -107,23 +107,23 @@ def selections(db: Path) -> dict[str, list[tuple[str, dict]]]:
     out: dict[str, list[tuple[str, dict]]] = defaultdict(list)
     if first and last:  # the whole year at once: the most rows a window can hold
         year = {"from": first.isoformat(), "to": last.isoformat()}
-        for page in ("pages/overview.py", "pages/hotspots.py", "pages/recompiles.py", "pages/trends.py"):
+        for page in ("views/overview.py", "views/hotspots.py", "views/recompiles.py", "views/trends.py"):
             out[page].append(("whole year", year))
-        out["pages/hotspots.py"].append(("year, search 'item()'", {**year, "q": "item()"}))
-        out["pages/hotspots.py"].append(("year, only new", {**year, "new": "1"}))
+        out["views/hotspots.py"].append(("year, search 'item()'", {**year, "q": "item()"}))
+        out["views/hotspots.py"].append(("year, only new", {**year, "new": "1"}))
         if heavy_model:  # a filter interaction: one model over the year
-            for page in ("pages/overview.py", "pages/hotspots.py", "pages/recompiles.py"):
+            for page in ("views/overview.py", "views/hotspots.py", "views/recompiles.py"):
                 out[page].append((f"year, model {heavy_model}", {**year, "model": heavy_model}))
     if heavy:
-        out["pages/run_detail.py"].append(("heaviest run", {"run": heavy}))
+        out["views/run_detail.py"].append(("heaviest run", {"run": heavy}))
     if heavy and other:
-        out["pages/compare.py"].append(("two runs", {"run": heavy, "run_b": other}))
+        out["views/compare.py"].append(("two runs", {"run": heavy, "run_b": other}))
     if len(versions) == 2:
-        out["pages/compare.py"].append(("two versions", {"by": "torch_version", "a": versions[1], "b": versions[0]}))
+        out["views/compare.py"].append(("two versions", {"by": "torch_version", "a": versions[1], "b": versions[0]}))
     if top_break:
-        out["pages/hotspots.py"].append(("top break", {"break": top_break}))
+        out["views/hotspots.py"].append(("top break", {"break": top_break}))
     if storm_fn:
-        out["pages/recompiles.py"].append(("stormiest fn", {"fn": storm_fn}))
+        out["views/recompiles.py"].append(("stormiest fn", {"fn": storm_fn}))
     return out
 
 
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results = []
     for page, label, query in views:
-        name = page.removeprefix("pages/").removesuffix(".py") + ("" if label == "default" else f" [{label}]")
+        name = page.removeprefix("views/").removesuffix(".py") + ("" if label == "default" else f" [{label}]")
         if not (MAIN.parent / page).exists():
             results.append(dict(view=name, page=page, query=query, status="MISSING", cold_s=None, warm_s=None, problems="page file not written yet"))
             continue

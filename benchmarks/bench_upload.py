@@ -78,7 +78,7 @@ def via_cli(trace: Path, work: Path) -> tuple[float, Path]:
     db = work / "cli" / "compilewatch.duckdb"
     shutil.rmtree(db.parent, ignore_errors=True)
     exe = Path(sys.executable).parent / "compilewatch"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ingest.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "compilewatch"]
     t = time.perf_counter()
     # with its progress bar, as a person runs it (the upload page shows one too)
     proc = subprocess.run(cmd + ["ingest", "--db", str(db), str(trace)], cwd=ROOT,
@@ -135,7 +135,7 @@ def via_apptest(trace: Path, work: Path) -> tuple[float, Path]:
     st.cache_data.clear()
     st.cache_resource.clear()
     at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=1800)
-    at.switch_page("pages/upload.py")
+    at.switch_page("views/upload.py")
     at.run()
     data = trace.read_bytes()
     t = time.perf_counter()

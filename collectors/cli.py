@@ -1,6 +1,6 @@
 """Command line for the collector: `compilewatch collect` and `compilewatch bench`.
 
-The console script `compilewatch` (ingest.cli) calls ``add_subcommands(subparsers)``; each
+The console script `compilewatch` (compilewatch.cli) calls ``add_subcommands(subparsers)``; each
 subcommand's handler is ``args.func(args) -> int``. ``python -m collectors ...`` works on its own.
 Nothing here imports torch until a handler that needs it runs.
 """
@@ -11,9 +11,10 @@ import sys
 
 from ingest.errors import CompileWatchError
 
+from .collect import DEFAULT_LOGS as _LOGS
 from .version import __version__
 
-DEFAULT_LOGS = "graph_breaks,recompiles,perf_hints"
+DEFAULT_LOGS = ",".join(_LOGS)   # the same components, as the --logs flag spells them
 
 
 def _fail(e: CompileWatchError) -> int:

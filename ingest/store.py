@@ -26,11 +26,18 @@ from pathlib import Path
 
 import duckdb
 
+from compilewatch import settings
+
 from .errors import StoreBusyError, StoreError
 
-DEFAULT_DB = ".compilewatch/compilewatch.duckdb"
 WRITER_MEMORY = "64MB"
-LOCK_TIMEOUT_S = float(os.environ.get("COMPILEWATCH_LOCK_TIMEOUT", "120"))
+
+
+def lock_timeout() -> float:
+    try:
+        return settings.get_float("lock_timeout")
+    except settings.SettingError as e:
+        raise StoreError(str(e), "set it to a number of seconds") from None
 
 
 def migrations() -> list[tuple[str, str]]:
@@ -54,7 +61,7 @@ class Store:
     @classmethod
     def open(cls, db_path: str | os.PathLike | None = None) -> "Store":
         """Create the folder and database if needed and apply pending migrations."""
-        store = cls(Path(db_path or DEFAULT_DB))
+        store = cls(Path(db_path or settings.get("db")))
         try:
             store.folder.mkdir(parents=True, exist_ok=True)
             store.raw_dir.mkdir(exist_ok=True)
@@ -136,8 +143,10 @@ class Store:
                 time.sleep(0.1)
 
     @contextmanager
-    def read(self, timeout: float = LOCK_TIMEOUT_S):
-        """A read-only connection for one unit of work. Waits while a writer holds the store."""
+    def read(self, timeout: float | None = None):
+        """A read-only connection for one unit of work. Waits while a writer holds the store
+        (up to `timeout` seconds; default: the lock_timeout setting)."""
+        timeout = lock_timeout() if timeout is None else timeout
         if not self.db_path.exists():
             raise StoreError(f"no database at {self.db_path}", "run `compilewatch ingest PATH` or open the dashboard once to create it")
         with self._flock(False, timeout):
@@ -148,8 +157,9 @@ class Store:
                 con.close()
 
     @contextmanager
-    def write(self, timeout: float = LOCK_TIMEOUT_S):
+    def write(self, timeout: float | None = None):
         """The only read-write connection, for one unit of work; bumps data_version on success."""
+        timeout = lock_timeout() if timeout is None else timeout
         with self._flock(True, timeout):
             con = self._connect(False, timeout)
             try:

@@ -19,6 +19,6 @@ def test_import_contracts_hold():
 
 def test_ingest_runs_without_torch_or_streamlit():
     code = ("import sys; sys.modules['torch'] = None; sys.modules['streamlit'] = None\n"
-            "import ingest.cli, ingest.loader, ingest.summary, ingest.trace, ingest.text\n")
+            "import compilewatch.cli, ingest.loader, ingest.summary, ingest.trace, ingest.text\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -38,7 +38,7 @@ def test_first_start_ingests_sample_logs(monkeypatch, tmp_path):
     at.run()
     assert not at.exception and not at.error
     assert "No runs in the database yet" not in "\n".join(i.value for i in at.info)
-    at.switch_page("pages/hotspots.py").run()
+    at.switch_page("views/hotspots.py").run()
     assert any("item()" in str(w) for w in at.dataframe[0].value["what"])
 
 
@@ -61,7 +61,7 @@ def test_a_failing_query_is_an_error_message_not_a_crash(monkeypatch, tmp_path, 
 def test_run_detail_offers_the_raw_file(app_at, real_db):
     with Store(real_db).read() as con:
         run_id = con.execute("SELECT run_id FROM files WHERE original_name = ?", [TRACE.name]).fetchone()[0]
-    at = app_at(real_db, "pages/run_detail.py", query={"run": run_id, "from": "2000-01-01", "to": "2100-01-01"})
+    at = app_at(real_db, "views/run_detail.py", query={"run": run_id, "from": "2000-01-01", "to": "2100-01-01"})
     assert not at.exception and not at.error
     labels = [b.label for b in at.get("download_button")]
     assert any(TRACE.name in str(label) for label in labels), labels
@@ -74,7 +74,7 @@ def test_upload_a_zip_bundle_of_loose_logs(app_at, tmp_path):
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("logs/" + TRACE.name, TRACE.read_bytes())
         zf.writestr("logs/" + "recompile_limit.log.gz", (FIXTURES / "trace" / "recompile_limit.log.gz").read_bytes())
-    at = app_at(db, "pages/upload.py")
+    at = app_at(db, "views/upload.py")
     at.file_uploader(key="up_files").upload("two_runs.zip", buf.getvalue(), "application/zip")
     at.run()
     at.button(key="up_go").click().run()

@@ -165,9 +165,9 @@ def test_upload_a_log_and_find_its_graph_break(tmp_path):
 
 
 def test_deep_link_on_a_fresh_server_gets_the_declared_navigation(tmp_path):
-    """A link pasted in the meeting chat is often the first request a restarted server sees. (Seen
-    failing while app/pages/ was also read as Streamlit's MPA-v1 folder: the page script ran alone,
-    without main.py's st.navigation sections and wide layout.)"""
+    """A link pasted in the meeting chat is often the first request a restarted server sees: it gets
+    main.py's st.navigation sections and wide layout (a folder named pages/ next to main.py would
+    make Streamlit run the page script alone)."""
     reason = missing_browser()
     if reason:
         pytest.skip(reason)
@@ -181,3 +181,6 @@ def test_deep_link_on_a_fresh_server_gets_the_declared_navigation(tmp_path):
         page.wait_for_timeout(1000)
         _shot(page, f"deep_link_{url_path}")
         assert _nav_titles(page) == [title for title, _ in pages.values()]
+        # A team server shows no Deploy button or developer menu (client.toolbarMode).
+        assert page.get_by_test_id("stAppDeployButton").count() == 0
+        assert page.get_by_text("Deploy", exact=True).count() == 0

@@ -14,13 +14,13 @@ import fixture_db
 from ingest.store import Store
 
 PAGES = {
-    "overview": "pages/overview.py",
-    "hotspots": "pages/hotspots.py",
-    "recompiles": "pages/recompiles.py",
-    "trends": "pages/trends.py",
-    "run_detail": "pages/run_detail.py",
-    "compare": "pages/compare.py",
-    "upload": "pages/upload.py",
+    "overview": "views/overview.py",
+    "hotspots": "views/hotspots.py",
+    "recompiles": "views/recompiles.py",
+    "trends": "views/trends.py",
+    "run_detail": "views/run_detail.py",
+    "compare": "views/compare.py",
+    "upload": "views/upload.py",
 }
 
 

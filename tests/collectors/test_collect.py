@@ -123,7 +123,7 @@ def test_trace_and_text_parse_to_graph_breaks_and_recompiles(compiled_run):
 @pytest.mark.slow
 def test_summarize_json_counts_the_bundle(compiled_run, capsys):
     _, bundle = compiled_run
-    from ingest.cli import main
+    from compilewatch.cli import main
 
     assert main(["summarize", str(bundle), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)

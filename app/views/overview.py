@@ -27,7 +27,7 @@ if movers is not None:
         with col:
             st.subheader(title)
             if verdict == "worse":
-                st.page_link("pages/hotspots.py", label="Graph breaks first seen this week",
+                st.page_link("views/hotspots.py", label="Graph breaks first seen this week",
                              icon=":material/fiber_new:", query_params={**to_params(f), "new": "1"})
             ui.table(movers[movers["verdict"] == verdict], key=f"ov_{verdict}",
                      empty=f"Nothing {verdict} beyond ±{overview.NOISE_PCT:.0f}% per model.",

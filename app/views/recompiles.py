@@ -52,7 +52,7 @@ timeline = ui.load(recompiles.timeline, f)
 if timeline is not None and not timeline.empty:
     run_id = timeline["run_id"].iloc[0]
     st.altair_chart(charts.recompile_timeline(timeline, highlight=f.function), width="stretch")
-    st.page_link("pages/run_detail.py", label=f"Open run {run_id}", icon=":material/description:",
+    st.page_link("views/run_detail.py", label=f"Open run {run_id}", icon=":material/description:",
                  query_params={"run": run_id})
 
 per_day = ui.load(recompiles.recompiles_per_day, f.replace(run_id=None, function=None))

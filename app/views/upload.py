@@ -75,7 +75,7 @@ if result is not None and not result.empty:
              duplicate=st.column_config.CheckboxColumn("Duplicate"), message=ui.text_col("Message", "large"))
     runs = [r for r in result["run_id"].dropna().unique()]
     for r in runs[:10]:
-        st.page_link("pages/run_detail.py", label=f"Open run {r}", icon=":material/description:", query_params={"run": r})
+        st.page_link("views/run_detail.py", label=f"Open run {r}", icon=":material/description:", query_params={"run": r})
 
 st.subheader("Recently ingested")
 recent = ui.load(upload.recent_files, Filters(limit=50))

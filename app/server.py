@@ -1,0 +1,23 @@
+"""How the dashboard's Streamlit server is started: the entry script and the server options.
+
+`compilewatch dashboard` passes these options as flags, so they hold wherever it is started from;
+`.streamlit/config.toml` carries the same values for `streamlit run app/main.py` from the
+repository root (a test keeps the two equal).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+MAIN = Path(__file__).resolve().parent / "main.py"
+
+OPTIONS: dict[str, object] = {
+    # A day of TORCH_TRACE from a multi-rank job is easily past Streamlit's 200 MB default.
+    "server.maxUploadSize": 2048,
+    "browser.gatherUsageStats": False,
+    # A team server shows its users the dashboard, not Streamlit's Deploy button and developer menu.
+    "client.toolbarMode": "viewer",
+}
+
+
+def streamlit_flags() -> list[str]:
+    return [f"--{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in OPTIONS.items()]

@@ -1,0 +1,1 @@
+"""compilewatch: the command line and the settings, above the ingest, collectors and app packages."""

@@ -1,0 +1,278 @@
+"""`compilewatch`: the whole product's command line, a thin shell over the library.
+
+Library errors become one sentence and a hint, exit status 2. A command is one function plus its
+registration::
+
+    @command("report", "write the weekly report", db_arg(), arg("--out", help="..."))
+    def report(args) -> int:
+        from review.report import write_report
+        ...
+        return 0
+
+A name with a space ("store copy") is a subcommand of a group ("store"), created on first use.
+Handlers import what they need inside, so `compilewatch --help` stays fast and imports no torch.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from collectors import cli as collectors_cli
+from ingest.errors import CompileWatchError
+
+from . import settings
+
+
+# -- registry ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    args: tuple[tuple[tuple, dict], ...]
+    func: Callable[[argparse.Namespace], int]
+    description: str | None = None
+
+
+COMMANDS: list[Command] = []
+
+
+def arg(*names: str, **kwargs) -> tuple[tuple, dict]:
+    """One argparse argument, as `add_argument(*names, **kwargs)` would take it."""
+    return names, kwargs
+
+
+def command(name: str, help: str, *args: tuple[tuple, dict], description: str | None = None):
+    """Register the decorated `func(args) -> exit status` as `compilewatch NAME`."""
+    def register(func: Callable[[argparse.Namespace], int]):
+        COMMANDS.append(Command(name, help, tuple(args), func, description))
+        return func
+    return register
+
+
+def db_arg() -> tuple[tuple, dict]:
+    """--db, defaulting to the db setting at run time (so the environment is read when it runs)."""
+    s = settings.BY_NAME["db"]
+    return arg("--db", default=None, help=f"database file (env {s.env}; default {s.default})")
+
+
+# -- output helpers ----------------------------------------------------------------------------
+class _ProgressBar:
+    """One line on stderr, redrawn at most 10 times a second; silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.last = 0.0
+        self.t0 = time.monotonic()
+
+    def __call__(self, done: int, total: int, name: str) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1 and done < total:
+            return
+        self.last = now
+        frac = done / total if total else 1.0
+        bar = "#" * int(frac * 30)
+        mb = done / 1e6
+        rate = mb / max(now - self.t0, 1e-6)
+        sys.stderr.write(f"\r[{bar:<30}] {frac:6.1%} {mb:8.1f} MB {rate:6.1f} MB/s {name[-40:]:<40}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _table(rows: list[list[str]], headers: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)] if rows else [len(h) for h in headers]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    out = [fmt.format(*headers), fmt.format(*("-" * w for w in widths))]
+    out += [fmt.format(*(str(x) for x in r)) for r in rows]
+    return "\n".join(out)
+
+
+# -- commands ------------------------------------------------------------------------------------
+@command("ingest", "parse logs, bundles, folders and archives into the DuckDB store",
+         arg("paths", nargs="+"),
+         db_arg(),
+         arg("--model", help="model name for files that don't say"),
+         arg("--label", help="label (code version, experiment) for files that don't say"),
+         arg("--torch-version", help="torch version for files that don't say"),
+         arg("--run-id", help="put all loose files into this one run (e.g. the ranks of one job)"),
+         arg("--strict", action="store_true",
+             help="any unparsable line fails the file (nothing of it is stored) and the exit status"),
+         arg("--quiet", action="store_true", help="no progress bar"))
+def cmd_ingest(args) -> int:
+    from ingest.loader import ingest_paths
+    from ingest.store import Store
+
+    store = Store.open(args.db)
+    bar = _ProgressBar(sys.stderr.isatty() and not args.quiet)
+    report = ingest_paths(store, args.paths, model=args.model, label=args.label, torch_version=args.torch_version,
+                          strict=args.strict, progress=bar, run_id=args.run_id)
+    rows = []
+    for f in report.files:
+        recs = ", ".join(f"{k}={v}" for k, v in sorted(f.records.items())) or "-"
+        rows.append([f.name[-60:], f.kind, f.status, recs, f.errors, f.message[:80]])
+    print(_table(rows, ["file", "kind", "status", "records", "errors", "note"]))
+    print(f"\n{report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
+          f"{report.count('failed')} failed, {report.errors} unparsable line(s) kept in ingest_errors -> {store.db_path}")
+    if not report.ok:
+        return 1
+    if args.strict and report.errors:
+        return 1
+    return 0
+
+
+@command("summarize", "parse without storing and print the counts",
+         arg("paths", nargs="+"),
+         arg("--json", action="store_true", help="one JSON object on stdout"),
+         arg("--strict", action="store_true", help="exit 1 when any line could not be parsed"))
+def cmd_summarize(args) -> int:
+    from ingest.summary import summarize
+
+    summary = summarize(args.paths)
+    if args.json:
+        print(json.dumps(summary, indent=2, sort_keys=False))
+    else:
+        for k in ("files", "torch_version", "graph_breaks", "unique_graph_breaks", "recompiles", "limit_hits",
+                  "compile_ids", "failures", "errors"):
+            print(f"{k:>20}: {summary[k]}")
+        if summary["recompiled_functions"]:
+            print(f"{'recompiled':>20}: " + ", ".join(f"{k} x{v}" for k, v in summary["recompiled_functions"].items()))
+        if summary["guard_failures"]:
+            print(f"{'guard failures':>20}: " + ", ".join(f"{k} x{v}" for k, v in summary["guard_failures"].items()))
+    return 1 if (args.strict and summary["errors"]) else 0
+
+
+@command("check", "exit 1 when graph breaks / recompiles exceed limits (a CI gate)",
+         arg("paths", nargs="+"),
+         arg("--max-graph-breaks", type=int, help="most graph breaks allowed"),
+         arg("--max-recompiles", type=int, help="most recompiles allowed"),
+         arg("--max-limit-hits", type=int, help="most recompile-limit hits allowed"),
+         arg("--max-failures", type=int, help="most failed compiles allowed"),
+         arg("--max-errors", type=int, help="most unparsable lines allowed"))
+def cmd_check(args) -> int:
+    from ingest.summary import summarize
+
+    s = summarize(args.paths)
+    problems = []
+    limits = [("graph_breaks", args.max_graph_breaks, "graph breaks"), ("recompiles", args.max_recompiles, "recompiles"),
+              ("limit_hits", args.max_limit_hits, "recompile-limit hits"), ("failures", args.max_failures, "failed compiles"),
+              ("errors", args.max_errors, "unparsable lines")]
+    for key, limit, words in limits:
+        if limit is not None and s[key] > limit:
+            problems.append(f"{s[key]} {words} > allowed {limit}")
+    if problems:
+        print("compilewatch check FAILED: " + "; ".join(problems))
+        if s["recompiled_functions"]:
+            print("  most recompiled: " + ", ".join(f"{k} x{v}" for k, v in list(s["recompiled_functions"].items())[:5]))
+        if s["guard_failures"]:
+            print("  guard failures: " + ", ".join(f"{k} x{v}" for k, v in s["guard_failures"].items()))
+        return 1
+    print(f"compilewatch check passed: {s['graph_breaks']} graph breaks, {s['recompiles']} recompiles, "
+          f"{s['limit_hits']} limit hits in {s['files']} file(s)")
+    return 0
+
+
+@command("reingest", "re-parse stored raw files with this version's parsers",
+         db_arg(),
+         arg("--all", action="store_true", help="every file, not only those parsed by an older parser version"))
+def cmd_reingest(args) -> int:
+    from ingest.reingest import reingest
+    from ingest.store import Store
+
+    store = Store.open(args.db)
+    n = reingest(store, all_files=args.all)
+    print(f"re-parsed {n} file(s) from {store.raw_dir}")
+    return 0
+
+
+@command("inbox", "ingest the bundles collectors dropped into <store>/inbox/",
+         db_arg(),
+         arg("--watch", action="store_true", help="keep watching instead of one pass"),
+         arg("--interval", type=float, default=5.0, help="seconds between passes with --watch (default %(default)s)"))
+def cmd_inbox(args) -> int:
+    from ingest.inbox import process_once, watch
+    from ingest.store import Store
+
+    store = Store.open(args.db)
+    store.inbox_dir.mkdir(exist_ok=True)
+
+    def show(name, report):
+        print(f"{name}: {report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
+              f"{report.count('failed')} failed", flush=True)
+    if args.watch:
+        print(f"watching {store.inbox_dir} every {args.interval:g} s (Ctrl-C stops)", flush=True)
+        watch(store, args.interval, show)
+        return 0
+    results = process_once(store)
+    for name, report in results:
+        show(name, report)
+    if not results:
+        print(f"nothing waiting in {store.inbox_dir}")
+    return 0 if all(r.ok for _, r in results) else 1
+
+
+@command("dashboard", "start the Streamlit dashboard on this database",
+         db_arg(),
+         arg("--port", type=int, default=8501, help="port to serve on (default %(default)s)"))
+def cmd_dashboard(args) -> int:
+    import subprocess
+
+    from app import server
+
+    env = dict(os.environ, **{settings.BY_NAME["db"].env: args.db})
+    return subprocess.call([sys.executable, "-m", "streamlit", "run", str(server.MAIN), "--server.port", str(args.port),
+                            *server.streamlit_flags()], env=env)
+
+
+# -- parser and entry point ----------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="compilewatch",
+                                description="torch.compile graph breaks, recompiles and speedups across runs")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for c in COMMANDS:
+        *group, name = c.name.split()
+        target = sub
+        if group:
+            if group[0] not in groups:
+                g = sub.add_parser(group[0], help=f"{group[0]} commands")
+                groups[group[0]] = g.add_subparsers(dest=f"{group[0]}_command", required=True, metavar="COMMAND")
+            target = groups[group[0]]
+        cp = target.add_parser(name, help=c.help, description=c.description or c.help)
+        for names, kwargs in c.args:
+            cp.add_argument(*names, **kwargs)
+        cp.set_defaults(func=c.func)
+    collectors_cli.add_subcommands(sub)   # `collect` and `bench`, also `python -m collectors ...`
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "db", "") is None:
+        args.db = settings.get("db")
+    try:
+        return args.func(args)
+    except CompileWatchError as e:
+        print(f"compilewatch: {e.title}", file=sys.stderr)
+        if e.hint:
+            print(f"  hint: {e.hint}", file=sys.stderr)
+        return 2
+    except settings.SettingError as e:
+        print(f"compilewatch: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `compilewatch summarize --json | head`
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print("compilewatch: interrupted; files ingested so far are stored, the one in progress is not", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Every setting of compilewatch, declared once: name, environment variable, secrets key, default, help.
+
+The CLI, the dashboard and the README test all read this table (datasette keeps its settings the
+same way). A value resolves: environment variable, then the ``[compilewatch]`` section of
+``.streamlit/secrets.toml`` (dashboard only; the app passes that section in), then the default.
+
+This module is a leaf: it imports nothing of compilewatch, ingest, collectors or app, so each of
+them may read it. Adding a setting is one ``Setting(...)`` entry below, plus its README row (the
+README test names any that is missing).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+SECTION = "compilewatch"   # [compilewatch] in .streamlit/secrets.toml
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    env: str
+    default: str
+    help: str
+    secret: bool = True    # also read from .streamlit/secrets.toml [compilewatch] <name>
+    option: str = ""       # the command-line option that overrides it, if any
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "db", "COMPILEWATCH_DB", ".compilewatch/compilewatch.duckdb",
+        "The DuckDB store: the dashboard reads it and the CLI writes it; its folder also holds raw/ "
+        "(every ingested file) and inbox/.",
+        option="--db",
+    ),
+    Setting(
+        "lock_timeout", "COMPILEWATCH_LOCK_TIMEOUT", "120",
+        "Seconds a reader or writer waits for the store lock before giving up with a message.",
+        secret=False,
+    ),
+    Setting(
+        "sample_logs", "COMPILEWATCH_SAMPLE_LOGS", "sample_logs",
+        "Folder ingested once when the dashboard starts on an empty database, so a newcomer sees real data.",
+    ),
+    Setting(
+        "bootstrap", "COMPILEWATCH_BOOTSTRAP", "1",
+        "Set to 0 to skip ingesting sample_logs on first start (an empty database then shows how to add data).",
+    ),
+)
+BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+def get(name: str, secrets: Mapping | None = None) -> str:
+    """The value of a setting: environment, then `secrets` (the [compilewatch] section), then default."""
+    s = BY_NAME[name]
+    value = os.environ.get(s.env)
+    if value:
+        return value
+    if secrets is not None and s.secret:
+        value = secrets.get(name)
+        if value not in (None, ""):
+            return str(value)
+    return s.default
+
+
+class SettingError(ValueError):
+    """A setting holds a value of the wrong kind (the message names the variable and the value)."""
+
+
+def get_float(name: str, secrets: Mapping | None = None) -> float:
+    raw = get(name, secrets)
+    try:
+        return float(raw)
+    except ValueError:
+        raise SettingError(f"{BY_NAME[name].env}={raw!r} is not a number "
+                           f"(default {BY_NAME[name].default})") from None
+
+
+def is_on(name: str, secrets: Mapping | None = None) -> bool:
+    return get(name, secrets).strip().lower() not in ("0", "false", "no", "off", "")

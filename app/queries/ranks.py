@@ -1,0 +1,192 @@
+"""One run's ranks (f.run_id): what each rank compiled, and the ranks that diverged.
+
+A rank is the one its file's name gives (ingest.rank_names), else the one its records carry, as
+tlparse's ``--all-ranks-html`` reads a job's per-rank traces. The divergence check compares the
+ranks on the aspects tlparse flags (compile ids, graph count, cache hits and misses, recompiles,
+graph breaks) and says, for each rank outside the reference group, how it differs.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from app.filters import Filters
+from app.queries.common import df
+from ingest.rank_names import RANK_IN_NAME
+
+# The run's files with the rank their name gives; every per-rank query starts here.
+_FILES = """fr AS (
+    SELECT file_id, try_cast(nullif(regexp_extract(original_name, ?, 1), '') AS INTEGER) AS name_rank
+    FROM files WHERE run_id = ?)"""
+# A compile id without its restart attempt: "4/0_1" and "4/0" are the same frame compile.
+_CID = r"regexp_replace(e.compile_id, '_\d+$', '')"
+
+
+def _params(f: Filters) -> list:
+    return [RANK_IN_NAME, f.run_id, f.run_id]
+
+
+def per_rank(con, f: Filters) -> pd.DataFrame:
+    """One row per rank: compiles, compile_ids (frame/compile ids without attempt, in order),
+    graphs (compiles that produced a graph with ops), failures, compile_time_s, recompiles,
+    recompiled (function names), graph_breaks, break_types, cache_hits, cache_misses, cache_pattern
+    ("compile_id cache outcome" in log order), files. Rank is null where neither the file name nor
+    the records say."""
+    compiles = df(con, f"""
+    WITH {_FILES}
+    SELECT coalesce(fr.name_rank, e.rank) AS rank, count(*) AS compiles,
+           list(DISTINCT {_CID}) AS compile_ids,
+           count(DISTINCT {_CID}) FILTER (WHERE e.graph_op_count > 0) AS graphs,
+           count(*) FILTER (WHERE e.fail_type IS NOT NULL) AS failures,
+           sum(e.entire_frame_compile_time_s) AS compile_time_s,
+           count(DISTINCT e.file_id) AS files
+    FROM compiles e LEFT JOIN fr USING (file_id) WHERE e.run_id = ? GROUP BY ALL""", _params(f))
+    recompiles = df(con, f"""
+    WITH {_FILES}
+    SELECT coalesce(fr.name_rank, e.rank) AS rank, count(*) AS recompiles,
+           string_agg(DISTINCT e.function, ', ' ORDER BY e.function) AS recompiled
+    FROM recompiles e LEFT JOIN fr USING (file_id) WHERE e.run_id = ? GROUP BY ALL""", _params(f))
+    breaks = df(con, f"""
+    WITH {_FILES}
+    SELECT coalesce(fr.name_rank, e.rank) AS rank, count(*) AS graph_breaks,
+           string_agg(DISTINCT coalesce(e.gb_type, e.reason_norm), ' | '
+                      ORDER BY coalesce(e.gb_type, e.reason_norm)) AS break_types
+    FROM graph_breaks e LEFT JOIN fr USING (file_id) WHERE e.run_id = ? GROUP BY ALL""", _params(f))
+    cache = df(con, f"""
+    WITH {_FILES}
+    SELECT coalesce(fr.name_rank, e.rank) AS rank,
+           count(*) FILTER (WHERE e.outcome = 'hit') AS cache_hits,
+           count(*) FILTER (WHERE e.outcome = 'miss') AS cache_misses,
+           list(concat_ws(' ', {_CID}, e.cache, e.outcome) ORDER BY e.file_id, e.line_no) AS cache_pattern
+    FROM cache_events e LEFT JOIN fr USING (file_id) WHERE e.run_id = ? GROUP BY ALL""", _params(f))
+    out = compiles
+    for part in (recompiles, breaks, cache):
+        out = out.merge(part, on="rank", how="outer")
+    for col in ("compiles", "graphs", "failures", "recompiles", "graph_breaks", "cache_hits", "cache_misses", "files"):
+        out[col] = out[col].fillna(0).astype(int)
+    out["compile_time_s"] = out["compile_time_s"].astype(float)
+    out["compile_ids"] = [sorted(_as_list(v), key=compile_id_order) for v in out["compile_ids"]]
+    out["cache_pattern"] = [_as_list(v) for v in out["cache_pattern"]]
+    return out.sort_values("rank", na_position="last").reset_index(drop=True)
+
+
+def _as_list(v) -> list:
+    # an outer merge leaves NaN where a rank has no rows of that table
+    return [] if v is None or isinstance(v, float) else list(v)
+
+
+def rank_steps(con, f: Filters) -> pd.DataFrame:
+    """Per rank and timed callable: steps, compile-step total and steady median/p90 (ms). Rank 0 is
+    timings.json, rank N timings.rankN.json."""
+    return df(con, f"""
+    WITH {_FILES}
+    SELECT coalesce(fr.name_rank, 0) AS rank, s.callable, s.mode, count(*) AS steps,
+           sum(s.duration_ms) FILTER (WHERE s.phase = 'compile') AS compile_ms,
+           median(s.duration_ms) FILTER (WHERE s.phase = 'steady') AS steady_ms,
+           quantile_cont(s.duration_ms, 0.9) FILTER (WHERE s.phase = 'steady') AS steady_p90_ms
+    FROM step_timings s LEFT JOIN fr USING (file_id) WHERE s.run_id = ?
+    GROUP BY ALL ORDER BY rank, s.callable, s.mode LIMIT 500""", _params(f))
+
+
+_CID_NUMS = re.compile(r"\d+")
+
+
+def compile_id_order(cid: str):
+    """Sort key for "[!ca/]frame/compile[_attempt]": compiled-autograd id, frame, compile, attempt."""
+    nums = [int(n) for n in _CID_NUMS.findall(cid or "")]
+    if not cid or not cid.startswith("!"):
+        nums = [-1] + nums
+    return nums
+
+
+@dataclass(frozen=True)
+class _Aspect:
+    name: str
+    value: object      # column of per_rank, or a function of its row
+    show: object       # value -> short text
+
+
+def _ids_text(ids) -> str:
+    return ", ".join(ids) if ids else "none"
+
+
+def _pattern_text(p) -> str:
+    hits = sum(1 for x in p if x.endswith(" hit"))
+    misses = sum(1 for x in p if x.endswith(" miss"))
+    return f"{hits} hit(s), {misses} miss(es)"
+
+
+ASPECTS = (
+    _Aspect("compile ids", lambda r: tuple(r.compile_ids), _ids_text),
+    _Aspect("graphs", lambda r: int(r.graphs), str),
+    _Aspect("cache hits/misses", lambda r: tuple(r.cache_pattern), _pattern_text),
+    # counts, with the names behind them so the difference can say which ones
+    _Aspect("recompiles", lambda r: (int(r.recompiles), _names(r.recompiled, ", ")), lambda v: str(v[0])),
+    _Aspect("graph breaks", lambda r: (int(r.graph_breaks), _names(r.break_types, " | ")), lambda v: str(v[0])),
+)
+
+
+def _names(text, sep: str) -> tuple:
+    return tuple(text.split(sep)) if isinstance(text, str) and text else ()
+
+
+def _ranks_text(ranks) -> str:
+    return ", ".join("?" if r is None or pd.isna(r) else str(int(r)) for r in ranks)
+
+
+def _difference(aspect: str, value, reference) -> str:
+    if aspect == "compile ids":
+        extra = [c for c in value if c not in set(reference)]
+        missing = [c for c in reference if c not in set(value)]
+        parts = ([f"has {_ids_text(extra)}"] if extra else []) + ([f"lacks {_ids_text(missing)}"] if missing else [])
+        return "; ".join(parts) or "same ids in another order"
+    if aspect == "cache hits/misses":
+        extra = list(dict.fromkeys(c for c in value if c not in set(reference)))
+        missing = list(dict.fromkeys(c for c in reference if c not in set(value)))
+        text = f"{_pattern_text(value)} vs {_pattern_text(reference)}"
+        detail = ([f"has {', '.join(extra[:6])}{' …' if len(extra) > 6 else ''}"] if extra else []) + \
+                 ([f"lacks {', '.join(missing[:6])}{' …' if len(missing) > 6 else ''}"] if missing else [])
+        return text + (f" ({'; '.join(detail)})" if detail else "")
+    if isinstance(value, tuple):
+        (n, names), (ref_n, ref_names) = value, reference
+        only_here = [x for x in names if x not in ref_names]
+        only_there = [x for x in ref_names if x not in names]
+        detail = ([f"only here: {', '.join(only_here)}"] if only_here else []) + \
+                 ([f"only in reference: {', '.join(only_there)}"] if only_there else [])
+        return f"{n} vs {ref_n} ({n - ref_n:+d})" + (f"; {'; '.join(detail)}" if detail else "")
+    return f"{value} vs {reference} ({value - reference:+d})"
+
+
+def divergence_from(ranks: pd.DataFrame) -> pd.DataFrame:
+    """Pure: per_rank's frame -> one row per (aspect, diverging group of ranks): aspect, ranks,
+    value, reference_ranks, reference_value, difference. The reference group is the largest one
+    (ties: the one holding the lowest rank); no rows when the ranks agree or there is one rank."""
+    cols = ["aspect", "ranks", "value", "reference_ranks", "reference_value", "difference"]
+    if len(ranks) < 2:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    rank_rows = list(ranks.itertuples(index=False))
+    for a in ASPECTS:
+        groups: dict = {}
+        for r in rank_rows:
+            groups.setdefault(a.value(r), []).append(r.rank)
+        if len(groups) < 2:
+            continue
+        ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(_rank_key(x) for x in kv[1])))
+        ref_value, ref_ranks = ordered[0]
+        for value, members in ordered[1:]:
+            rows.append({"aspect": a.name, "ranks": _ranks_text(members), "value": a.show(value),
+                         "reference_ranks": _ranks_text(ref_ranks), "reference_value": a.show(ref_value),
+                         "difference": _difference(a.name, value, ref_value)})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _rank_key(r) -> int:
+    return 1 << 30 if r is None or pd.isna(r) else int(r)
+
+
+def divergence(con, f: Filters) -> pd.DataFrame:
+    """The run's diverging ranks (see divergence_from); empty when every rank agrees."""
+    return divergence_from(per_rank(con, f))

@@ -1,0 +1,138 @@
+"""Per-rank views and the divergence check, on real multi-rank logs.
+
+tests/fixtures/ranks/ holds two real 2-rank DDP jobs (gloo, torch.compile) collected on the CPU
+(commands in its README): ddp_same (every rank runs the same shapes) and ddp_diverge (rank 1 sees
+a shorter batch from step 6 on and prints inside forward). The public tlparse multi-rank logs are
+read from ../shared/public_logs/ when present.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import tarfile
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from app.filters import Filters
+from app.queries import ranks
+from ingest.loader import ingest_paths
+from ingest.rank_names import rank_from_name
+from ingest.store import Store
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ranks"
+_CID = re.compile(r'"frame_id": (\d+), "frame_compile_id": (\d+)')
+
+
+@pytest.fixture(scope="module")
+def ranks_db(tmp_path_factory):
+    store = Store.open(tmp_path_factory.mktemp("ranks") / "cw.duckdb")
+    report = ingest_paths(store, sorted(FIXTURES.glob("*.tar.gz")))
+    assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
+    with store.read() as con:
+        runs = dict(con.execute("SELECT label, run_id FROM runs").fetchall())
+    return store, runs
+
+
+def _trace_compile_ids(bundle: Path) -> dict[int, set[str]]:
+    """Straight from the raw trace files: rank (file name) -> frame/compile ids of dynamo_start."""
+    out: dict[int, set[str]] = defaultdict(set)
+    with tarfile.open(bundle) as tar:
+        for m in tar.getmembers():
+            if "/trace/" not in m.name or not m.isfile():
+                continue
+            rank = rank_from_name(m.name)
+            for line in tar.extractfile(m).read().decode().splitlines():
+                if '"dynamo_start"' in line:
+                    fid, fci = _CID.search(line).groups()
+                    out[rank].add(f"{fid}/{fci}")
+    return out
+
+
+def test_rank_from_name():
+    assert rank_from_name("b.tar.gz/trace/dedicated_log_torch_trace_rank_12_ab3x.log") == 12
+    assert rank_from_name("job/timings.rank3.json") == 3
+    assert rank_from_name("job/timings.json") is None
+    assert rank_from_name("dedicated_log_torch_trace_rank_1_x/other.log") is None  # a folder's name does not count
+
+
+def test_same_ranks_agree(ranks_db):
+    store, runs = ranks_db
+    with store.read() as con:
+        per = ranks.per_rank(con, Filters(run_id=runs["ranks-same"]))
+        div = ranks.divergence(con, Filters(run_id=runs["ranks-same"]))
+    assert list(per["rank"]) == [0, 1]
+    ids = _trace_compile_ids(FIXTURES / "ddp_same.tar.gz")
+    assert [set(x) for x in per["compile_ids"]] == [ids[0], ids[1]]
+    assert div.empty, div.to_dict("records")
+
+
+def test_diverging_ranks_flagged_with_the_difference(ranks_db):
+    store, runs = ranks_db
+    f = Filters(run_id=runs["ranks-diverge"])
+    with store.read() as con:
+        per = ranks.per_rank(con, f).set_index("rank")
+        div = ranks.divergence(con, f).set_index("aspect")
+        n_breaks = dict(con.execute("SELECT rank, count(*) FROM graph_breaks WHERE run_id = ? GROUP BY rank",
+                                    [f.run_id]).fetchall())
+    ids = _trace_compile_ids(FIXTURES / "ddp_diverge.tar.gz")
+    only_rank1 = sorted(ids[1] - ids[0], key=ranks.compile_id_order)
+    assert only_rank1 and not ids[0] - ids[1]
+    assert set(div.index) >= {"compile ids", "graphs", "recompiles", "graph breaks"}
+    row = div.loc["compile ids"]
+    assert (row["ranks"], row["reference_ranks"]) == ("1", "0")
+    assert row["difference"] == "has " + ", ".join(only_rank1)
+    assert div.loc["graph breaks", "difference"].startswith(f"{n_breaks[1]} vs {n_breaks[0]} ")
+    # the print() in forward breaks the graph on rank 1 only
+    assert "Failed to trace builtin operator" in div.loc["graph breaks", "difference"]
+    assert per.loc[0, "recompiles"] == 0 and per.loc[1, "recompiles"] > 0
+    assert div.loc["recompiles", "difference"].startswith(f"{per.loc[1, 'recompiles']} vs 0 ")
+
+
+def test_rank_steps_come_from_each_ranks_timings(ranks_db):
+    store, runs = ranks_db
+    f = Filters(run_id=runs["ranks-diverge"])
+    with store.read() as con:
+        steps = ranks.rank_steps(con, f)
+    with tarfile.open(FIXTURES / "ddp_diverge.tar.gz") as tar:
+        docs = {0 if m.name.endswith("timings.json") else rank_from_name(m.name): json.load(tar.extractfile(m))
+                for m in tar.getmembers() if "timings" in m.name}
+    for rank, doc in docs.items():
+        got = steps[steps["rank"] == rank].set_index("callable")
+        for c in doc["callables"]:
+            compile_ms = sum(s["duration_ms"] for s in c["steps"] if s["phase"] == "compile")
+            assert got.loc[c["name"], "steps"] == len(c["steps"])
+            assert got.loc[c["name"], "compile_ms"] == pytest.approx(compile_ms)
+
+
+def test_public_multi_rank_logs(public_logs, tmp_path):
+    """multi_rank_runtime: six files, the sixth named rank_5 although its envelopes say rank 1;
+    tlparse reads ranks from file names and so do we. Rank 5 compiled 0/0, 0/1 only."""
+    store = Store.open(tmp_path / "cw.duckdb")
+    paths = sorted(public_logs.glob("tlparse__inputs__multi_rank_runtime__*.log"))
+    assert len(paths) == 6
+    report = ingest_paths(store, paths, run_id="mrr")
+    assert report.ok
+    with store.read() as con:
+        per = ranks.per_rank(con, Filters(run_id="mrr"))
+        div = ranks.divergence(con, Filters(run_id="mrr")).set_index("aspect")
+    assert list(per["rank"]) == [0, 1, 2, 3, 4, 5]
+    assert div.loc["compile ids", "ranks"] == "5"
+    assert div.loc["compile ids", "reference_ranks"] == "0, 1, 2, 3, 4"
+    assert div.loc["compile ids", "difference"] == "lacks 0/2, 0/3"
+
+
+def test_public_logs_without_rank_keys(public_logs, tmp_path):
+    """multi_rank_logs: no `rank` key in any envelope; the names give ranks 0, 1 and 3."""
+    store = Store.open(tmp_path / "cw.duckdb")
+    paths = sorted(public_logs.glob("tlparse__inputs__multi_rank_logs__*.log"))
+    assert ingest_paths(store, paths, run_id="mrl").ok
+    with store.read() as con:
+        per = ranks.per_rank(con, Filters(run_id="mrl")).set_index("rank")
+        div = ranks.divergence(con, Filters(run_id="mrl"))
+    assert list(per.index) == [0, 1, 3]
+    assert (per.loc[1, "compiles"], per.loc[3, "compiles"], per.loc[1, "recompiles"]) == (15, 7, 14)
+    ids = div[div["aspect"] == "compile ids"].set_index("ranks")["difference"]
+    assert ids["3"] == "has " + ", ".join(f"0/{i}" for i in range(1, 7))

@@ -11,7 +11,7 @@ import duckdb
 REPO = Path(__file__).resolve().parents[2]
 TRACE = REPO / "tests" / "fixtures" / "trace" / "graph_break_recompile.log.gz"
 TEXT = REPO / "tests" / "fixtures" / "text" / "torch2.13_all.log"
-EXE = [sys.executable, "-m", "ingest"]
+EXE = [sys.executable, "-m", "compilewatch"]
 
 
 def cw(*args, **kw):

@@ -18,12 +18,12 @@ TEXTS = sorted((REPO / "tests" / "fixtures" / "text").glob("torch2.13_*.log"))
 def test_racing_ingests_store_each_file_once(tmp_path):
     db = tmp_path / "store" / "cw.duckdb"
     files = [TRACE, *TEXTS]
-    procs = [subprocess.Popen([sys.executable, "-m", "ingest", "ingest", "--quiet", "--db", str(db), *map(str, files)],
+    procs = [subprocess.Popen([sys.executable, "-m", "compilewatch", "ingest", "--quiet", "--db", str(db), *map(str, files)],
                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(3)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
-    expected = json.loads(subprocess.run([sys.executable, "-m", "ingest", "summarize", "--json", *map(str, files)],
+    expected = json.loads(subprocess.run([sys.executable, "-m", "compilewatch", "summarize", "--json", *map(str, files)],
                                          cwd=REPO, capture_output=True, text=True, check=True).stdout)
     con = duckdb.connect(str(db), read_only=True)
     try:

@@ -4,7 +4,10 @@
 
 For each workload one model is compiled once; "plain" calls the compiled module directly, "hooked"
 calls it through the hooks' timing path (collectors.hooks._timed, exactly what the injected
-sitecustomize puts in front of every torch.compile'd callable). Blocks of --block steps alternate
+sitecustomize puts in front of every torch.compile'd callable) with the iteration timer on (the
+global optimizer step post-hook the sitecustomize registers, added for "hooked" blocks only and
+removed for "plain" ones; inference workloads get their iteration period from the call-start gaps
+that _timed records). Blocks of --block steps alternate
 plain, hooked, hooked, plain, ... so clock drift and thermal state hit both alike; each block is
 timed with one pair of CUDA events (host clock on CPU) around the whole block, so the measurement
 itself is the same for both. Reported: median block step time of each, their ratio, and the
@@ -16,8 +19,13 @@ measured, so the hooks' cost is also measured directly: the same hooked call pat
 no-op callable, with CUDA up and the sampling stride the real timer settled on, gives microseconds
 per call; divided by the plain step time that is the overhead fraction ("direct").
 
-As an honesty check for inference workloads, the hooks' own steady-state median (CUDA events per
-call) is printed next to the externally measured step time.
+As an honesty check, the hooks' own steady-state medians are printed next to the externally
+measured step time: the compiled callable's (CUDA events per call) and the iteration period's
+("iter med": between optimizer steps for train, between calls for infer), which should match the
+hooked step time within noise.
+
+Runs from the repository root with torch alone (no DuckDB, no compilewatch install needed):
+    python3 benchmarks/bench_hooks_overhead.py ...   or   python3 -m benchmarks.bench_hooks_overhead ...
 """
 from __future__ import annotations
 
@@ -88,6 +96,14 @@ def main(argv=None) -> int:
 
         def block(fn, start):
             gc.collect()
+            handle = hooks.install_iteration_hook(torch) if fn is hooked else None
+            try:
+                return _block(fn, start)
+            finally:
+                if handle is not None:
+                    handle.remove()
+
+        def _block(fn, start):
             if cuda:
                 e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 e0.record()
@@ -102,7 +118,9 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         run(plain, args.warmup, 0)          # compiles
         compile_s = time.perf_counter() - t0
+        handle = hooks.install_iteration_hook(torch)
         run(hooked, args.warmup, 0)         # the hooks' first call + warm-up
+        handle.remove()
         times = {"plain": [], "hooked": []}
         order = ["plain", "hooked", "hooked", "plain"]
         for b in range(args.blocks * 2):
@@ -112,14 +130,20 @@ def main(argv=None) -> int:
         pairs = [(times["hooked"][2 * q] + times["hooked"][2 * q + 1]) / (times["plain"][2 * q] + times["plain"][2 * q + 1])
                  for q in range(len(times["plain"]) // 2)]
         td = timer.to_dict()
+        it = hooks.RECORDER.iteration() if train else timer.iteration_dict()
+        hooks.RECORDER.optimizer_clock = None
         per_call_us = direct_cost_us(torch, hooks, timer.sample_every, cuda)
+        mark_us = mark_cost_us(torch, hooks, cuda) if train else 0.0
         calls_per_step = 1
         r = {"workload": spec, "batch_size": wl.batch_size, "device": device, "mode": args.mode, "compile_s": round(compile_s, 2),
              "plain_ms": round(mp, 4), "hooked_ms": round(mh, 4), "ratio": round(mh / mp, 4),
              "paired_ratio_median": round(statistics.median(pairs), 4),
              "paired_ratio_min": round(min(pairs), 4), "paired_ratio_max": round(max(pairs), 4),
              "hook_us_per_call": round(per_call_us, 3),
-             "direct_overhead": round(1 + calls_per_step * per_call_us / 1e3 / mp, 5),
+             "iteration_mark_us": round(mark_us, 3),
+             "direct_overhead": round(1 + (calls_per_step * per_call_us + mark_us) / 1e3 / mp, 5),
+             "hooks_iteration_median_ms": it["steady_median_ms"] if it else None,
+             "hooks_iteration_source": it["source"] if it else None,
              "plain_iqr_ms": round(_iqr(times["plain"]), 4), "hooked_iqr_ms": round(_iqr(times["hooked"]), 4),
              "hooks_steady_median_ms": td["steady_median_ms"], "hooks_sample_every": td["sample_every"],
              "hooks_calls": td["calls"], "blocks": args.blocks, "block_steps": args.block}
@@ -131,12 +155,14 @@ def main(argv=None) -> int:
             torch.cuda.empty_cache()
 
     print(f"\n{'workload':16} {'plain ms':>9} {'hooked ms':>9} {'ratio':>7} {'paired':>7} {'(min..max)':>15} "
-          f"{'us/call':>7} {'direct':>7} {'hooks med':>9} {'every':>5}")
+          f"{'us/call':>7} {'us/iter':>7} {'direct':>7} {'hooks med':>9} {'iter med':>9} {'every':>5}")
     for r in results:
         hm = r['hooks_steady_median_ms']
+        im = r['hooks_iteration_median_ms']
         print(f"{r['workload']:16} {r['plain_ms']:>9.4f} {r['hooked_ms']:>9.4f} {r['ratio']:>7.4f} "
               f"{r['paired_ratio_median']:>7.4f} {r['paired_ratio_min']:>7.4f}..{r['paired_ratio_max']:<7.4f} "
-              f"{r['hook_us_per_call']:>7.2f} {r['direct_overhead']:>7.4f} {hm if hm is not None else float('nan'):>9.4f} "
+              f"{r['hook_us_per_call']:>7.2f} {r['iteration_mark_us']:>7.2f} {r['direct_overhead']:>7.4f} "
+              f"{hm if hm is not None else float('nan'):>9.4f} {im if im is not None else float('nan'):>9.4f} "
               f"{r['hooks_sample_every']:>5}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
@@ -168,6 +194,25 @@ def direct_cost_us(torch, hooks, sample_every, cuda, n=20000) -> float:
             torch.cuda.synchronize()
     timer.to_dict()
     return max(0.0, best["hooked"] - best["plain"])
+
+
+def mark_cost_us(torch, hooks, cuda, n=20000) -> float:
+    """Microseconds one iteration mark costs (what the optimizer step post-hook adds per step)."""
+    clock = hooks.IterationClock("bench", "optimizer_step")
+    if cuda:
+        clock.clock = "cuda_event"
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            clock.mark()
+        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+        clock.to_dict()                 # resolve the events, as the real timer does in batches
+        clock.periods.clear()
+        clock.steady.clear()
+    if cuda:
+        torch.cuda.synchronize()
+    return best
 
 
 def _iqr(v):

@@ -313,6 +313,9 @@ def _build_manifest(run_id, bundle, command, model, label, started_at, ended_at,
         "timeout_s": timeout,
         "hooks": hooks,
         "device": timings.get("device"),
+        # Hardware is a dimension of every comparison: what ran the job, and on how many processes.
+        "cpu_model": timings.get("cpu_model") or env_info.get("cpu_model"),
+        "world_size": timings.get("world_size") or (1 + len(ranked) if ranked else 1 if timings else None),
     }
     if manifest_extra:
         extra.update(manifest_extra)
@@ -350,6 +353,7 @@ def _read_timings_env(bundle: Path) -> dict:
         return {}
     env = dict(data.get("env") or {})
     env["device"] = data.get("device")
+    env["world_size"] = data.get("world_size")
     return env
 
 

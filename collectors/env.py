@@ -11,6 +11,8 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 
+from .hooks import cpu_model
+
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
@@ -84,6 +86,7 @@ def environment(cwd: str, python: str | None = None) -> dict:
         "gpu_name": gpu_name(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "torch_installed": None if probe is None else bool(probe.get("torch")),
     }
     return env

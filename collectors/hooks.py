@@ -41,6 +41,7 @@ FORMAT_VERSION = 1
 TIMINGS_ENV = "COMPILEWATCH_TIMINGS"
 WARMUP_ENV = "COMPILEWATCH_WARMUP"
 MAX_STEPS_KEPT = 20000          # per callable; later steps only count towards the summary
+MAX_GAPS_KEPT = 200000          # call-start gaps per callable (1.6 MB): the iteration period's sample
 _TARGET_OVERHEAD = 0.005        # fraction of a step the timing itself may cost
 
 
@@ -126,11 +127,21 @@ class CallTimer:
         self._overhead_ms = None
         self._cuda = False
         self.torch = None
+        # Call-start gaps (s) and, per gap, calls since the last compile: the iteration period when
+        # the job steps no optimizer (Recorder.iteration picks the outermost callable's).
+        self._last_start = None
+        self._gaps: list[float] = []
+        self._gap_since: list[int] = []
 
     # -- the call path -------------------------------------------------------------------------
     def call(self, fn, args, kwargs):
         n = self.calls
         self.calls = n + 1
+        now = time.perf_counter()
+        if self._last_start is not None and len(self._gaps) < MAX_GAPS_KEPT:
+            self._gaps.append(now - self._last_start)
+            self._gap_since.append(self._since_compile)
+        self._last_start = now
         if n and self._since_compile >= self.warmup and n % self.sample_every:
             # Not sampled: only watch for a compile. This is the path most calls take when steps are short.
             c0 = _compile_events()
@@ -210,21 +221,9 @@ class CallTimer:
 
     def _resolve(self, block: bool):
         with self._lock:
-            pending = self._pending
-            if not pending:
+            done = _take_done(self, block)
+            if not done:
                 return
-            # One stream, recorded in order: once an end event is done, all before it are. The CPU
-            # usually runs a step or two ahead of the GPU, so look at an older event, not the newest.
-            k = len(pending) if block else max(1, len(pending) - self._EVENT_BATCH // 2)
-            try:
-                if block:
-                    pending[-1][2][1].synchronize()
-                elif not pending[k - 1][2][1].query():
-                    return
-            except Exception:
-                self._pending = []
-                return
-            done, self._pending = pending[:k], pending[k:]
             for n, phase, (e0, e1) in done:
                 try:
                     ms = e0.elapsed_time(e1)
@@ -246,6 +245,20 @@ class CallTimer:
             self.sample_every = max(1, math.ceil(self._overhead_ms / (_TARGET_OVERHEAD * med)))
 
     # -- output --------------------------------------------------------------------------------
+    def iteration_dict(self) -> dict:
+        """This callable's call-start gaps as an iteration series (host clock). A gap holds the
+        previous call and whatever ran between the two calls; it is "compile" when that call
+        compiled, "warmup" for the next ``warmup`` gaps."""
+        periods, steady = [], []
+        for i, (gap, since) in enumerate(zip(self._gaps, self._gap_since)):
+            phase = "compile" if since == 0 else "warmup" if since <= self.warmup else "steady"
+            ms = gap * 1e3
+            if phase == "steady":
+                steady.append(ms)
+            if len(periods) < MAX_STEPS_KEPT:
+                periods.append({"step": i + 1, "phase": phase, "duration_ms": round(ms, 4), "peak_mem_bytes": None})
+        return _iteration_doc(f"{self.name} calls", "compiled_call", "host", periods, steady, self.calls)
+
     def to_dict(self) -> dict:
         if self._pending:
             self._resolve(block=True)
@@ -266,8 +279,45 @@ class CallTimer:
         }
 
 
+def _take_done(timer, block: bool) -> list:
+    """Pop the oldest of timer._pending [(step, phase, (start_event, end_event))] whose end event
+    the device has reached; with block, wait for all of them. Events that fail are dropped."""
+    pending = timer._pending
+    if not pending:
+        return []
+    # One stream, recorded in order: once an end event is done, all before it are. The CPU
+    # usually runs a step or two ahead of the GPU, so look at an older event, not the newest.
+    k = len(pending) if block else max(1, len(pending) - timer._EVENT_BATCH // 2)
+    try:
+        if block:
+            pending[-1][2][1].synchronize()
+        elif not pending[k - 1][2][1].query():
+            return []
+    except Exception:
+        timer._pending = []
+        return []
+    done, timer._pending = pending[:k], pending[k:]
+    return done
+
+
 def _round(x, nd=4):
     return None if x is None else round(x, nd)
+
+
+def _iteration_doc(name, source, clock, periods, steady, calls) -> dict:
+    steady = sorted(steady)
+    return {
+        "name": name,
+        "mode": "iteration",
+        "source": source,
+        "clock": clock,
+        "first_call_ms": None,
+        "steps": periods,
+        "calls": calls,
+        "steady_median_ms": _round(_percentile(steady, 0.5)),
+        "steady_iqr_ms": _round(None if not steady else _percentile(steady, 0.75) - _percentile(steady, 0.25)),
+        "steady_samples": len(steady),
+    }
 
 
 _EVENT_OVERHEAD = None
@@ -299,6 +349,122 @@ def _event_overhead_ms(torch) -> float:
     return _EVENT_OVERHEAD
 
 
+# -- the iteration period ----------------------------------------------------------------------
+class IterationClock:
+    """The training-step period a team feels: the time from one iteration mark to the next, so it
+    includes forward, backward, the optimizer, data loading and any host work in between, with no
+    change to the script.
+
+    Marks come from a global optimizer step post-hook when the job steps an optimizer (the first
+    optimizer that steps is the one followed, so a GAN's two optimizers still give one period per
+    iteration); otherwise the call starts of the outermost compiled callable serve (chosen at the
+    end: the one called most often, see ``Recorder.iteration``).
+
+    On CUDA each mark records one CUDA event and never waits: the period is device time between
+    consecutive marks, which includes the device idling while the host prepares the next batch.
+    Events are resolved in batches, like ``CallTimer``. On the CPU a mark is one clock read.
+    An interval during which dynamo compiled is "compile", the next ``warmup`` are "warmup"."""
+
+    _EVENT_BATCH = 64
+
+    def __init__(self, name: str, source: str, warmup: int | None = None):
+        self.name = name
+        self.source = source                 # optimizer_step | compiled_call
+        self.warmup = int(os.environ.get(WARMUP_ENV, "3")) if warmup is None else warmup
+        self.marks = 0
+        self.periods: list[dict] = []
+        self.steady: list[float] = []
+        self.clock = "host"
+        self._last = None                    # host time or CUDA event of the previous mark
+        self._last_c = 0                     # compile counter at the previous mark
+        self._since_compile = 0
+        self._pending = []                   # (n, phase, (start_event, end_event))
+        self._free = []
+        self._lock = threading.Lock()
+        self.owner = None                    # the optimizer followed (compared by identity)
+
+    def mark(self) -> None:
+        c = _compile_events()
+        n = self.marks
+        self.marks = n + 1
+        torch = _torch()
+        if self.clock == "host" and n == 0 and _cuda_active(torch):
+            self.clock = "cuda_event"
+        if self.clock == "cuda_event":
+            ev = self._free.pop() if self._free else torch.cuda.Event(enable_timing=True)
+            ev.record()
+            prev, self._last = self._last, ev
+        else:
+            now = time.perf_counter()
+            prev, self._last = self._last, now
+        last_c, self._last_c = self._last_c, c
+        if n == 0:
+            return
+        if c != last_c:
+            phase = "compile"
+            self._since_compile = 0
+        else:
+            phase = "warmup" if self._since_compile < self.warmup else "steady"
+            self._since_compile += 1
+        if self.clock == "cuda_event":
+            self._pending.append((n, phase, (prev, self._last)))
+            if len(self._pending) >= self._EVENT_BATCH:
+                self._resolve(block=False)
+        else:
+            self._add(n, phase, (self._last - prev) * 1e3)
+
+    def _add(self, n, phase, ms):
+        if phase == "steady":
+            self.steady.append(ms)
+        if len(self.periods) < MAX_STEPS_KEPT:
+            self.periods.append({"step": n, "phase": phase, "duration_ms": round(ms, 4), "peak_mem_bytes": None})
+
+    def _resolve(self, block: bool):
+        with self._lock:
+            for n, phase, (e0, e1) in _take_done(self, block):
+                try:
+                    self._add(n, phase, e0.elapsed_time(e1))
+                except Exception:
+                    continue
+                # e0 is no longer needed by anyone (e1 is the next pair's start)
+                self._free.append(e0)
+
+    def to_dict(self) -> dict:
+        if self._pending:
+            self._resolve(block=True)
+        return _iteration_doc(self.name, self.source, self.clock, sorted(self.periods, key=lambda s: s["step"]),
+                              self.steady, self.marks)
+
+
+def _on_optimizer_step(optimizer, args, kwargs) -> None:
+    clock = RECORDER.optimizer_clock
+    try:
+        if clock is None:
+            clock = RECORDER.optimizer_clock = IterationClock(f"{type(optimizer).__name__}.step", "optimizer_step")
+            clock.owner = optimizer
+        elif clock.owner is not optimizer:
+            return
+        clock.mark()
+    except Exception as e:  # timing must never break the job
+        RECORDER.optimizer_clock = _BROKEN
+        _warn(f"iteration period not recorded: {e}")
+
+
+_BROKEN = IterationClock("broken", "optimizer_step")
+_BROKEN.owner = object()       # matches no optimizer: once broken, marks stop
+
+
+def install_iteration_hook(torch):
+    """Follow optimizer.step() of every optimizer; returns the removable handle (None when this
+    torch has no global optimizer hooks)."""
+    # torch.optim deletes its `optimizer` attribute; the module itself is loaded with torch.
+    mod = sys.modules.get("torch.optim.optimizer")
+    register = getattr(mod, "register_optimizer_step_post_hook", None)
+    if register is None:
+        return None
+    return register(_on_optimizer_step)
+
+
 class Recorder:
     """Process-wide registry of timers; writes timings.json."""
 
@@ -308,6 +474,20 @@ class Recorder:
         self._names: dict[str, int] = {}
         self._written = False
         self.path = os.environ.get(TIMINGS_ENV)
+        self.optimizer_clock = None
+
+    def iteration(self) -> dict | None:
+        """The iteration period: between optimizer steps when the job stepped an optimizer twice or
+        more, else between calls of the outermost compiled callable (the one called most often;
+        the first compiled wins a tie, as a script's model is compiled before its helpers)."""
+        clock = self.optimizer_clock
+        if clock is not None and clock is not _BROKEN and clock.marks >= 2:
+            return clock.to_dict()
+        timers = [t for t in self.timers if t.mode == "compiled" and t._gaps]
+        if not timers:
+            return None
+        best = max(timers, key=lambda t: (t.calls, -self.timers.index(t)))
+        return best.iteration_dict()
 
     def timer(self, name: str, mode: str, **kw) -> CallTimer:
         k = self._names.get(name, 0)
@@ -332,16 +512,25 @@ class Recorder:
     def snapshot(self) -> dict:
         torch = _torch()
         cuda = _cuda_active(torch)
+        callables = [t.to_dict() for t in self.timers] + list(self.extra_callables)
+        iteration = self.iteration()
+        if iteration is not None:
+            callables.append(iteration)
         out = {
             "format_version": FORMAT_VERSION,
-            "callables": [t.to_dict() for t in self.timers] + list(self.extra_callables),
+            "callables": callables,
             "dynamo_counters": {},
             "compile_phases_s": {},
+            # Wall time of the calls that compiled (first calls and recompiles), as the job felt it.
+            "compile_time_s": _round(sum(s["duration_ms"] for c in callables if c.get("mode") == "compiled"
+                                         for s in c.get("steps") or () if s.get("phase") == "compile") / 1e3, 4),
             "peak_mem_bytes": None,
+            "peak_rss_bytes": _peak_rss_bytes(),
             "device": "cpu",
             "pid": os.getpid(),
-            "env": {},
+            "env": {"cpu_model": cpu_model()},
         }
+        out.update(_rank_env())
         utils = sys.modules.get("torch._dynamo.utils")
         if utils is not None:
             try:
@@ -392,6 +581,40 @@ class Recorder:
         os.replace(tmp, path)
         self._written = True
         return path
+
+
+def _peak_rss_bytes() -> int | None:
+    """This process's peak resident memory: the CPU-side peak memory (ru_maxrss is KiB on Linux)."""
+    try:
+        import resource
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(kib) * (1 if sys.platform == "darwin" else 1024)
+    except Exception:
+        return None
+
+
+def cpu_model() -> str | None:
+    """The CPU's marketing name (a hardware fact the manifest needs for CPU runs)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or None
+
+
+def _rank_env() -> dict:
+    """rank / world_size / local_rank as torchrun (and most launchers) set them; absent otherwise."""
+    out = {}
+    for key, env in (("rank", "RANK"), ("world_size", "WORLD_SIZE"), ("local_rank", "LOCAL_RANK")):
+        try:
+            out[key] = int(os.environ[env])
+        except (KeyError, ValueError):
+            pass
+    return out
 
 
 def _metrics_row(m) -> dict:
@@ -486,13 +709,19 @@ def _callable_name(model) -> str:
 
 
 ORIGINAL_COMPILE = None
+_ITERATION_HANDLE = None
 
 
 def install(torch) -> None:
     """Patch torch.compile (nn.Module.compile goes through it) so every compiled callable is timed."""
-    global ORIGINAL_COMPILE
+    global ORIGINAL_COMPILE, _ITERATION_HANDLE
     if getattr(torch.compile, "_compilewatch", False):
         return
+    if _ITERATION_HANDLE is None:
+        try:
+            _ITERATION_HANDLE = install_iteration_hook(torch)
+        except Exception as e:  # timing must never break the job
+            _warn(f"iteration period not followed: {e}")
     orig = torch.compile
     ORIGINAL_COMPILE = orig
 

@@ -30,26 +30,39 @@ TIMINGS = "timings.json"
 BENCH_CSV = "bench.csv"
 
 TIMINGS_DOC = """
-timings.json, written by collectors/hooks:
+timings.json, written by collectors/hooks (one per process: rank N of a multi-rank job writes
+timings.rankN.json, listed in the manifest under the role "timings_ranks"):
 {
   "format_version": 1,
   "callables": [                      # one per torch.compile'd callable (and per eager reference)
-    {"name": "Model.forward", "mode": "compiled" | "eager" | "marked",
+    {"name": "Model.forward", "mode": "compiled" | "eager" | "marked" | "iteration",
      "first_call_ms": 1834.2,         # includes compilation
      "steps": [{"step": 0, "phase": "compile" | "warmup" | "steady",
                 "duration_ms": 12.3, "peak_mem_bytes": 123 | null}],
-     "recompiles": 2, "graphs": 3, "graph_breaks": 1}
+     "recompiles": 2, "graphs": 3, "graph_breaks": 1,
+     "calls": 120, "sample_every": 1, "steady_median_ms": 12.1, "steady_iqr_ms": 0.4, "steady_samples": 110}
   ],
+  # At most one callable has mode "iteration": the iteration period, the training-step time the job
+  # felt. Its steps are the intervals between consecutive iteration marks ("step" n is the interval
+  # ending at mark n; phase "compile" when dynamo compiled inside it, then "warmup" for
+  # COMPILEWATCH_WARMUP intervals, then "steady"), and it carries two more keys:
+  #   "source": "optimizer_step"   marks are optimizer.step() calls (a global post-hook; the first
+  #                                optimizer that steps is followed), name e.g. "AdamW.step"
+  #           | "compiled_call"    no optimizer stepped: marks are the call starts of the compiled
+  #                                callable called most often, name e.g. "Model.forward calls"
+  #   "clock":  "cuda_event" (device time between marks) | "host" (perf_counter)
   "dynamo_counters": {"stats": {...}, "graph_break": {...}, ...},
   "compile_phases_s": {"entire_frame_compile": 1.2, "backend_compile": 0.9, ...},
-  "peak_mem_bytes": 123 | null,
+  "compile_time_s": 3.1,              # wall time of the compiled callables' compiling calls (first + recompiles)
+  "peak_mem_bytes": 123 | null,       # CUDA max_memory_allocated; null on the CPU
+  "peak_rss_bytes": 123 | null,       # the process's peak resident memory
   "device": "cuda:0" | "cpu",
-  # also written by collectors/hooks, read by nothing in ingest yet (kept raw):
-  "env": {...}, "pid": 123, "compilation_metrics": [...],
-  # and per callable: "calls", "sample_every", "steady_median_ms", "steady_p90_ms", ...
+  "rank": 0, "world_size": 2, "local_rank": 0,   # present when the launcher set RANK/WORLD_SIZE/LOCAL_RANK
+  "env": {"torch_version", "cuda_version", "triton_version", "gpu_name", "cpu_model"},
+  # also written, kept raw, read by nothing in ingest yet: "pid", "compilation_metrics": [...]
 }
-In a multi-rank job rank 0 writes timings.json and rank N writes timings.rankN.json, listed in the
-manifest under the role "timings_ranks".
+Older files lack "compile_time_s", "peak_rss_bytes", rank keys and the iteration callable; readers
+treat each as absent.
 """
 
 
@@ -75,7 +88,10 @@ class Manifest:
     gpu_name: str | None = None
     collector: str | None = None         # what wrote it: "compilewatch collect 0.1.0", "bench", ...
     files: dict = field(default_factory=dict)  # role -> relative path (or list of paths for trace)
-    extra: dict = field(default_factory=dict)  # unknown keys, kept verbatim
+    # Unknown keys, kept verbatim. `compilewatch collect` also writes: device ("cuda:0" | "cpu", from
+    # the hooks), cpu_model, world_size (from the hooks' WORLD_SIZE, else 1 + rank files), cpu_count,
+    # platform, git_dirty, hooks, timeout_s, torch_logs_setting.
+    extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
         d = asdict(self)

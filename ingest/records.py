@@ -19,6 +19,7 @@ EVENT_TABLES = (
     "compile_phases",
     "cache_events",
     "step_timings",
+    "timing_summaries",
     "bench_results",
 )
 

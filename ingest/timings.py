@@ -1,7 +1,22 @@
-"""timings.json from the collector's hooks (shape: ingest.bundle.TIMINGS_DOC) -> step_timings rows."""
+"""timings.json from the collector's hooks (shape: ingest.bundle.TIMINGS_DOC) -> step_timings rows
+(mode 'iteration' is the iteration period) and one timing_summaries row per file (per rank)."""
 from __future__ import annotations
 
 import json
+
+
+def _int(value):
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _float(value):
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def parse_timings(stream, sink) -> None:
@@ -13,10 +28,14 @@ def parse_timings(stream, sink) -> None:
     if not isinstance(data, dict):
         sink.error(1, "json", "timings.json is not an object", "")
         return
+    rank = _int(data.get("rank"))
+    iteration = None
     for c in data.get("callables") or []:
         if not isinstance(c, dict):
             sink.error(1, "payload", "callables entry is not an object", str(c)[:200])
             continue
+        if c.get("mode") == "iteration":
+            iteration = c
         for s in c.get("steps") or []:
             try:
                 sink.row("step_timings", {
@@ -26,8 +45,22 @@ def parse_timings(stream, sink) -> None:
                     "phase": s.get("phase"),
                     "duration_ms": float(s["duration_ms"]),
                     "peak_mem_bytes": s.get("peak_mem_bytes"),
+                    "rank": rank,
                 })
             except (KeyError, TypeError, ValueError) as e:
                 sink.error(1, "payload", f"step entry of {c.get('name')!r} lacks {e}", str(s)[:200])
+    env = data.get("env") if isinstance(data.get("env"), dict) else {}
+    sink.row("timing_summaries", {
+        "rank": rank,
+        "world_size": _int(data.get("world_size")),
+        "device": data.get("device"),
+        "gpu_name": env.get("gpu_name"),
+        "cpu_model": env.get("cpu_model"),
+        "compile_time_s": _float(data.get("compile_time_s")),
+        "peak_mem_bytes": _int(data.get("peak_mem_bytes")),
+        "peak_rss_bytes": _int(data.get("peak_rss_bytes")),
+        "iteration_source": iteration.get("source") if iteration else None,
+        "iteration_clock": iteration.get("clock") if iteration else None,
+    })
     if data.get("device"):
         sink.meta("device", data["device"])

@@ -147,7 +147,13 @@ def test_timings_time_the_compiled_function(compiled_run):
     sink = CollectingSink()
     with open(bundle / "timings.json", "rb") as f:
         parse_timings(f, sink)
-    assert len(sink.rows["step_timings"]) == 5 and not sink.errors
+    modes = [r["mode"] for r in sink.rows["step_timings"]]
+    assert modes.count("compiled") == 5 and not sink.errors
+    # no optimizer: the iteration period is the gap between the 5 calls, the recompile's labelled
+    it = [r for r in sink.rows["step_timings"] if r["mode"] == "iteration"]
+    assert [r["phase"] for r in it] == ["compile", "warmup", "warmup", "compile"]
+    manifest = read_manifest(bundle)
+    assert manifest.extra["world_size"] == 1 and manifest.extra["cpu_model"]
 
 
 # -- how a run ends -------------------------------------------------------------------------------

@@ -74,7 +74,9 @@ def test_graph_breaks_are_attributed(recorder):
 
 def test_install_patches_compile_and_module_compile(recorder, monkeypatch):
     monkeypatch.setattr(torch, "compile", torch.compile)     # restored after the test
+    monkeypatch.setattr(hooks, "_ITERATION_HANDLE", None)
     hooks.install(torch)
+    assert hooks._ITERATION_HANDLE is not None               # optimizer steps are followed too
     try:
         m = torch.nn.Linear(3, 3)
         m.compile(backend="eager")                           # nn.Module.compile goes through torch.compile
@@ -84,6 +86,7 @@ def test_install_patches_compile_and_module_compile(recorder, monkeypatch):
         names = [t.name for t in recorder.timers]
         assert "Linear.forward" in names and any(n.endswith("<lambda>") for n in names)
     finally:
+        hooks._ITERATION_HANDLE.remove()
         monkeypatch.undo()
 
 
@@ -113,10 +116,44 @@ def test_timings_json_reads_back_through_ingest(recorder, tmp_path):
     with open(path, "rb") as f:
         parse_timings(f, sink)
     assert not sink.errors
-    assert [r["phase"] for r in sink.rows["step_timings"]] == ["compile", "warmup", "warmup", "warmup", "steady"]
+    rows = sink.rows["step_timings"]
+    assert [r["phase"] for r in rows if r["mode"] == "compiled"] == ["compile", "warmup", "warmup", "warmup", "steady"]
+    # no optimizer stepped: the iteration period is the gap between calls of the one compiled callable
+    assert [r["phase"] for r in rows if r["mode"] == "iteration"] == ["compile", "warmup", "warmup", "warmup"]
+    (summary,) = sink.rows["timing_summaries"]
+    assert summary["device"] == "cpu" and summary["iteration_source"] == "compiled_call"
+    assert summary["peak_rss_bytes"] > 10 * 2**20 and summary["compile_time_s"] > 0
 
 
 def test_called_inside_another_compiled_region_is_traced_through(recorder):
     inner = hooks.wrap_compiled(torch.compile(lambda x: x + 1, backend="eager"), "inner")
     outer = torch.compile(lambda x: inner(x) * 2, backend="eager", fullgraph=True)
     assert torch.equal(outer(torch.ones(2)), torch.full((2,), 4.0))   # fullgraph: no break from the hooks
+
+
+def test_iteration_period_follows_optimizer_steps(recorder, monkeypatch):
+    """The training-step period: between optimizer.step() calls, host work between steps included,
+    warm-up intervals apart from steady ones, a recompile inside an interval labelled so."""
+    import time
+
+    monkeypatch.setattr(hooks, "_ITERATION_HANDLE", None)
+    handle = hooks.install_iteration_hook(torch)
+    try:
+        model = hooks.wrap_compiled(torch.compile(torch.nn.Linear(8, 8), backend="eager", dynamic=False), "Linear.forward")
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for i in range(14):
+            rows = 4 if i != 9 else 5             # one odd batch size: a recompile inside interval 9
+            model(torch.randn(rows, 8)).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            time.sleep(0.03 if i >= 10 else 0.01)  # host-side work outside the compiled region
+    finally:
+        handle.remove()
+    it = recorder.iteration()
+    assert it["source"] == "optimizer_step" and it["name"] == "SGD.step" and it["clock"] == "host"
+    assert it["calls"] == 14
+    phases = [s["phase"] for s in it["steps"]]
+    assert phases[:3] == ["warmup"] * 3 and phases[8] == "compile" and phases[9:12] == ["warmup"] * 3
+    slow = [s["duration_ms"] for s in it["steps"] if s["phase"] == "steady" and s["step"] >= 12]
+    fast = [s["duration_ms"] for s in it["steps"] if s["phase"] == "steady" and s["step"] < 9]
+    assert min(slow) > 25 and max(fast) < 25          # the sleep outside the compiled call is in the period

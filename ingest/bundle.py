@@ -15,11 +15,10 @@ so a reader never has to guess. Unknown manifest keys are kept (manifest_json in
 from __future__ import annotations
 
 import json
-import tarfile
-import zipfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from . import archives
 from .errors import BundleError
 
 FORMAT_VERSION = 1
@@ -143,39 +142,13 @@ def is_bundle_dir(path: Path) -> bool:
     return Path(path).is_dir() and (Path(path) / MANIFEST).is_file()
 
 
-ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
-
-
 def is_archive(path: Path) -> bool:
-    name = Path(path).name.lower()
-    return name.endswith(ARCHIVE_SUFFIXES)
+    return archives.is_archive(path)
 
 
-def extract_archive(path: Path, dest: Path) -> Path:
-    """Unpack an archive into dest (refusing paths that escape it) and return the folder to read:
-    the bundle root if the archive holds exactly one top-level folder, else dest itself."""
-    path, dest = Path(path), Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    root = dest.resolve()
-    try:
-        if path.name.lower().endswith(".zip"):
-            with zipfile.ZipFile(path) as zf:
-                for member in zf.infolist():
-                    target = (dest / member.filename).resolve()
-                    if not str(target).startswith(str(root)):
-                        raise BundleError(f"{path.name}: member {member.filename!r} escapes the archive", "re-create the archive with relative paths")
-                zf.extractall(dest)
-        else:
-            with tarfile.open(path) as tf:
-                tf.extractall(dest, filter="data")
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as e:
-        if isinstance(e, BundleError):
-            raise
-        raise BundleError(f"{path.name} is not a readable archive: {e}", "check the upload finished; .tar.gz, .tgz, .tar and .zip are read")
-    entries = [p for p in dest.iterdir() if not p.name.startswith(".") and p.name != "__MACOSX"]
-    if len(entries) == 1 and entries[0].is_dir():
-        return entries[0]
-    return dest
+def extract_archive(path: Path, dest: Path, budget: "archives.Budget | None" = None, display: str | None = None) -> Path:
+    """Unpack an archive under the rules of ingest/archives.py and return the folder to read."""
+    return archives.extract(path, dest, budget, display)
 
 
 def bundle_files(bundle_dir: Path, manifest: Manifest) -> dict[str, list[Path]]:

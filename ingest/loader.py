@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 import duckdb
 
 from . import PARSER_VERSION
+from . import archives
 from . import bundle as bundle_mod
 from . import detect
 from .errors import InputError, StoreError
@@ -98,28 +99,36 @@ _ROLE_KIND = {"torch_logs": detect.TORCH_LOGS, "torch_trace": detect.TORCH_TRACE
 
 # -- expanding paths into units -------------------------------------------------------------------
 
-def expand(paths: Iterable[Path], tmp_root: Path) -> tuple[list[_Unit], list[FileResult]]:
+def expand(paths: Iterable[Path], tmp_root: Path, limits: archives.ArchiveLimits | None = None) -> tuple[list[_Unit], list[FileResult]]:
     """Files, folders, bundles and archives -> units of work. A path that cannot be read becomes a
     failed FileResult; inside a folder that is per entry, so one corrupt archive or manifest among
-    a hundred bundles fails alone."""
+    a hundred bundles fails alone. Archives follow ingest/archives.py's rules and caps."""
     units: list[_Unit] = []
     failures: list[FileResult] = []
+    limits = limits or archives.limits_from_env()
     for p in paths:
         p = Path(p)
         if not p.exists():
             failures.append(FileResult(p.name, "unknown", "failed",
                                        message=str(InputError(f"no such file or folder: {p}", "check the path"))))
         elif p.is_dir() or bundle_mod.is_archive(p):
-            _expand_entry(p, p.name, tmp_root, units, failures)
+            _expand_entry(p, p.name, tmp_root, units, failures, archives.Budget(limits), 0)
         else:
             units.append(_Unit(p, p.name))
     return units, failures
 
 
-def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: list) -> None:
+def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: list,
+                  budget: archives.Budget, depth: int) -> None:
     try:
         if p.is_file():  # an archive: unpacked under the ingest's temp root, removed at the end
-            p = bundle_mod.extract_archive(p, Path(tempfile.mkdtemp(dir=tmp_root)))
+            if depth == 0:
+                budget = archives.Budget(budget.limits)  # each top-level archive gets the full caps
+            depth += 1
+            if depth > budget.limits.max_depth:
+                raise archives.ArchiveError(f"{name}: archives nested deeper than {budget.limits.max_depth} levels",
+                                            "unpack the inner archives, or raise COMPILEWATCH_ARCHIVE_MAX_DEPTH")
+            p = bundle_mod.extract_archive(p, Path(tempfile.mkdtemp(dir=tmp_root)), budget, name)
         if bundle_mod.is_bundle_dir(p):
             units.extend(_bundle_units(p, name))
             return
@@ -130,7 +139,7 @@ def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: lis
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         d = Path(dirpath)
         if d != p and bundle_mod.is_bundle_dir(d):
-            _expand_entry(d, f"{name}/{d.relative_to(p).as_posix()}", tmp_root, units, failures)
+            _expand_entry(d, f"{name}/{d.relative_to(p).as_posix()}", tmp_root, units, failures, budget, depth)
             dirnames[:] = []
             continue
         for fn in sorted(filenames):
@@ -139,7 +148,7 @@ def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: lis
             fp = d / fn
             rel = f"{name}/{fp.relative_to(p).as_posix()}"
             if bundle_mod.is_archive(fp):
-                _expand_entry(fp, rel, tmp_root, units, failures)
+                _expand_entry(fp, rel, tmp_root, units, failures, budget, depth)
             else:
                 units.append(_Unit(fp, rel))
 
@@ -309,7 +318,7 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
     """Ingest files, folders, bundles and archives. Never raises for bad input: each file's outcome
     is a FileResult. `run_id` groups loose files into one run (e.g. the ranks of one torchrun job)."""
     report = IngestReport()
-    tmp_root = Path(tempfile.mkdtemp(prefix="cw-ingest-"))
+    tmp_root = Path(tempfile.mkdtemp(prefix="ingest-", dir=store.tmp_dir))
     try:
         units, failures = expand(paths, tmp_root)
         report.files.extend(failures)
@@ -370,8 +379,11 @@ def _parse_into(sink, unit: _Unit, kind: str, sniffed, on_bytes) -> None:
         stream = _ProgressStream(inner, raw, on_bytes) if kind in _LINE_KINDS else inner
         try:
             parse(stream, sink)
-        except (EOFError, OSError) as e:  # a gzip cut short: keep what decoded
-            sink.error(0, "truncated", f"compressed stream ends early: {e}", "")
+            why = detect.damage(inner)
+            if why:  # a gzip cut short or damaged: what decoded before it is kept
+                sink.error(0, "truncated", why, "")
+        except (EOFError, OSError) as e:
+            sink.error(0, "truncated", f"the file could not be read to its end: {e}", "")
         except Exception as e:  # a parser bug must not lose the rest of the file
             sink.error(0, "internal", f"parser failed: {type(e).__name__}: {e}", "")
         finally:

@@ -2,9 +2,9 @@
 arrive as 'log.txt' whatever they hold."""
 from __future__ import annotations
 
-import gzip
 import io
 import re
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,33 +37,117 @@ class Sniffed:
     reason: str = ""
 
 
+class _ForgivingGunzip(io.RawIOBase):
+    """gunzip that hands out every byte it can decode and then ends, instead of raising: a gzip
+    log cut short by a crash or a partial upload still yields all the lines before the cut, and
+    bytes that are damaged end the stream where the damage starts. What went wrong is left in
+    ``damage`` for the caller to record. Concatenated gzip members (gzip -c a b) are read in turn."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self._pending = b""
+        self._done = False
+        self.damage: str | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        while not self._pending and not self._done:
+            self._fill()
+        n = min(len(buf), len(self._pending))
+        buf[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def _fill(self) -> None:
+        data = self._d.unconsumed_tail or self._raw.read(_GZ_CHUNK)
+        if not data:
+            try:
+                tail = self._d.flush()  # output zlib still holds, and what a cut stream decodes to
+            except zlib.error:
+                tail = b""
+            if tail:
+                self._pending = tail
+                return
+            if not self._d.eof:
+                self.damage = "compressed stream ends early (the file was cut short)"
+            self._done = True
+            return
+        before = self._d.copy()
+        try:
+            self._pending = self._d.decompress(data, _GZ_OUT)
+        except zlib.error as e:
+            self._pending = self._salvage(before, data)
+            self.damage = f"compressed stream is damaged: {e}"
+            self._done = True
+            return
+        if self._d.eof:  # one member done: another may follow (gzip -c a b > ab.gz)
+            rest = self._d.unused_data or self._raw.read(2)
+            self._d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            if not rest.strip(b"\x00"):
+                self._done = True  # end of file, or the zero padding some tools append
+            elif rest[:2] != GZIP_MAGIC:
+                self.damage = "bytes after the end of the compressed stream were ignored"
+                self._done = True
+            else:
+                try:
+                    self._pending += self._d.decompress(rest, _GZ_OUT)
+                except zlib.error as e:
+                    self.damage = f"compressed stream is damaged: {e}"
+                    self._done = True
+
+    @staticmethod
+    def _salvage(d, data: bytes) -> bytes:
+        # The chunk that failed also holds good bytes before the damage: feed it again in small
+        # pieces and keep everything decoded up to the piece that fails.
+        out = []
+        for i in range(0, len(data), 512):
+            try:
+                out.append(d.decompress(data[i:i + 512], _GZ_OUT))
+            except zlib.error:
+                break
+        return b"".join(out)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+_GZ_CHUNK = 256 * 1024
+_GZ_OUT = 4 * 1024 * 1024  # at most this much decoded per step: a bomb never sits in memory whole
+
+
 def open_binary(path: Path):
-    """A binary stream of the file's content, gunzipped when it is gzip."""
+    """A binary stream of the file's content, gunzipped when it is gzip. A damaged or cut-off gzip
+    ends early instead of raising; ``damage(stream)`` then says why."""
     f = open(path, "rb")
     magic = f.read(2)
     f.seek(0)
     if magic == GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=f, mode="rb")
+        return io.BufferedReader(_ForgivingGunzip(f), buffer_size=1 << 20)
     return f
+
+
+def damage(stream) -> str | None:
+    """Why a stream from open_binary ended early, or None."""
+    raw = getattr(stream, "raw", None)
+    return getattr(raw, "damage", None)
 
 
 def sniff(path: Path, now: datetime | None = None) -> Sniffed:
     path = Path(path)
     with open(path, "rb") as f:
-        raw = f.read(SNIFF_BYTES)
-    gzipped = raw[:2] == GZIP_MAGIC
-    head = raw
-    if gzipped:
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as g:
-                head = g.read(SNIFF_BYTES)
-        except (OSError, EOFError):
-            try:
-                with gzip.open(path, "rb") as g:
-                    head = g.read(SNIFF_BYTES)
-            except (OSError, EOFError) as e:
-                return Sniffed(UNKNOWN, True, reason=f"gzip stream is corrupt: {e}")
-    return _classify(head, gzipped, path.name, now)
+        magic = f.read(2)
+        f.seek(0)
+        if magic != GZIP_MAGIC:
+            return _classify(f.read(SNIFF_BYTES), False, path.name, now)
+        g = _ForgivingGunzip(f)
+        head = io.BufferedReader(g).read(SNIFF_BYTES)
+    if not head and g.damage:
+        return Sniffed(UNKNOWN, True, reason=g.damage)
+    return _classify(head, True, path.name, now)
 
 
 def _classify(head: bytes, gzipped: bool, name: str, now: datetime | None) -> Sniffed:

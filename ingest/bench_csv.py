@@ -38,21 +38,44 @@ def _num(conv, value: str):
     if value == "" or value.lower() in ("nan", "none", "null"):
         return None
     if conv is int:
+        # int(float(...)) raises OverflowError on inf and 1e309: counted as a bad number below
         return int(float(value))
     return conv(value)
 
 
+def _lines(stream):
+    # A bare CR inside a line (a Windows tool's stray \r, a mangled copy) is not a row break for us,
+    # and the csv module refuses it in an unquoted field: make it a space so the row still parses.
+    for line in stream:
+        text = line.decode("utf-8", errors="replace")
+        body = text.rstrip("\r\n")
+        if "\r" in body:
+            text = body.replace("\r", " ") + "\n"
+        yield text
+
+
 def parse_bench_csv(stream, sink) -> None:
-    reader = csv.reader(line.decode("utf-8", errors="replace") for line in stream)
+    reader = csv.reader(_lines(stream))
     try:
         header = next(reader)
     except StopIteration:
+        return
+    except csv.Error as e:
+        sink.error(1, "unknown_format", f"CSV header does not parse: {e}", "")
         return
     cols = [c.strip().lower() for c in header]
     if "speedup" not in cols:
         sink.error(1, "unknown_format", "CSV header has no 'speedup' column", ",".join(header)[:200])
         return
-    for line_no, values in enumerate(reader, start=2):
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:  # one malformed row (e.g. a NUL byte) must not drop the rest of the file
+            sink.error(reader.line_num, "payload", f"row does not parse as CSV: {e}", "")
+            continue
+        line_no = reader.line_num
         if not values or all(not v.strip() for v in values):
             continue
         if len(values) != len(cols):
@@ -64,7 +87,7 @@ def parse_bench_csv(stream, sink) -> None:
                 target = _COLUMNS.get(col)
                 if target:
                     row[target[0]] = _num(target[1], value) if target[1] is not str else (value.strip() or None)
-        except ValueError as e:
+        except (ValueError, OverflowError) as e:
             sink.error(line_no, "payload", f"bad number: {e}", ",".join(values)[:200])
             continue
         sink.row("bench_results", row)

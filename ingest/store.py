@@ -3,7 +3,7 @@
     <folder>/compilewatch.duckdb   (any name; the folder is the database file's parent)
     <folder>/raw/ab/<sha256>       every ingested file, byte for byte, so a later parser can re-ingest it
     <folder>/inbox/                collectors on other machines drop bundles here
-    <folder>/tmp/                  row batches on their way into DuckDB
+    <folder>/tmp/<host>-<pid>/     one process's scratch: row batches, raw copies, unpacked archives
     <db>.lock                      flock: many readers or one writer, across processes and threads
     <db>.version                   bumped after every committed write; caches key on it
 
@@ -28,6 +28,7 @@ import duckdb
 
 from compilewatch import settings
 
+from . import scratch
 from .errors import StoreBusyError, StoreError
 
 WRITER_MEMORY = "64MB"
@@ -53,9 +54,14 @@ class Store:
         self.folder = self.db_path.parent
         self.raw_dir = self.folder / "raw"
         self.inbox_dir = self.folder / "inbox"
-        self.tmp_dir = self.folder / "tmp"
+        self.tmp_root = self.folder / "tmp"
         self.lock_path = self.db_path.with_name(self.db_path.name + ".lock")
         self.version_path = self.db_path.with_name(self.db_path.name + ".version")
+
+    @property
+    def tmp_dir(self) -> Path:
+        """This process's scratch folder (ingest/scratch.py): swept once the process is gone."""
+        return scratch.process_dir(self.tmp_root)
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -65,7 +71,8 @@ class Store:
         try:
             store.folder.mkdir(parents=True, exist_ok=True)
             store.raw_dir.mkdir(exist_ok=True)
-            store.tmp_dir.mkdir(exist_ok=True)
+            store.tmp_root.mkdir(exist_ok=True)
+            scratch.sweep(store.tmp_root)  # what processes killed mid-ingest left behind
         except OSError as e:
             raise StoreError(f"cannot create the store folder {store.folder}: {e.strerror}",
                              "choose a writable path with --db or COMPILEWATCH_DB")

@@ -40,6 +40,28 @@ SETTINGS: tuple[Setting, ...] = (
         secret=False,
     ),
     Setting(
+        "archive_max_bytes", "COMPILEWATCH_ARCHIVE_MAX_BYTES", str(8 * 2**30),
+        "Most bytes one uploaded or ingested archive (nested archives included) may unpack to; "
+        "unpacking stops at the cap and nothing of the archive is stored. 8 GiB fits a multi-rank job's traces.",
+        secret=False,
+    ),
+    Setting(
+        "archive_max_entries", "COMPILEWATCH_ARCHIVE_MAX_ENTRIES", "20000",
+        "Most files and folders one archive (nested archives included) may hold.",
+        secret=False,
+    ),
+    Setting(
+        "archive_max_ratio", "COMPILEWATCH_ARCHIVE_MAX_RATIO", "200",
+        "Most an archive may expand relative to its own size once past 64 MiB (logs compress 10-40x; "
+        "a decompression bomb 1000x).",
+        secret=False,
+    ),
+    Setting(
+        "archive_max_depth", "COMPILEWATCH_ARCHIVE_MAX_DEPTH", "3",
+        "How deep archives inside archives are unpacked; one nested deeper fails with its reason.",
+        secret=False,
+    ),
+    Setting(
         "sample_logs", "COMPILEWATCH_SAMPLE_LOGS", "sample_logs",
         "Folder ingested once when the dashboard starts on an empty database, so a newcomer sees real data.",
     ),

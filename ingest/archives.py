@@ -24,6 +24,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from compilewatch import settings
+
 from .errors import InputError
 
 SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
@@ -39,24 +41,37 @@ class ArchiveError(InputError):
 
 @dataclass(frozen=True)
 class ArchiveLimits:
-    """Caps for one archive, nested archives included. The defaults fit a real multi-rank job
-    (8 ranks of TORCH_TRACE at hundreds of MB each, gzip at 10-40x) with room to spare."""
+    """Caps for one archive, nested archives included (the settings archive_max_*)."""
 
-    max_total_bytes: int = 8 * 2**30
-    max_entries: int = 20_000
-    max_ratio: float = 200.0          # bytes written / archive bytes; logs compress 10-40x, zeros 1000x
-    ratio_floor_bytes: int = 64 * 2**20  # below this, any ratio: tiny archives of text are fine
-    max_depth: int = 3                # an archive inside an archive inside an archive, no deeper
+    max_total_bytes: int
+    max_entries: int
+    max_ratio: float                  # bytes written / archive bytes; logs compress 10-40x, zeros 1000x
+    max_depth: int                    # an archive inside an archive inside an archive, no deeper
+    ratio_floor_bytes: int = 64 * 2**20  # below this, any ratio: a small archive of text is fine
 
-
-DEFAULT_LIMITS = ArchiveLimits()
+    @classmethod
+    def from_settings(cls) -> "ArchiveLimits":
+        """The caps from compilewatch's settings table (environment, else default). A value that is
+        not a positive number is an InputError naming the variable."""
+        values = {}
+        for attr, name, conv in (("max_total_bytes", "archive_max_bytes", int), ("max_entries", "archive_max_entries", int),
+                                 ("max_ratio", "archive_max_ratio", float), ("max_depth", "archive_max_depth", int)):
+            raw = settings.get(name)
+            try:
+                values[attr] = conv(raw)
+            except ValueError:
+                values[attr] = -1
+            if values[attr] < 0 or (values[attr] == 0 and attr != "max_depth"):
+                s = settings.BY_NAME[name]
+                raise InputError(f"{s.env}={raw!r} is not a positive number", f"unset it to use the default {s.default}")
+        return cls(**values)
 
 
 @dataclass
 class Budget:
     """What one top-level archive (with its nested archives) has used so far."""
 
-    limits: ArchiveLimits = DEFAULT_LIMITS
+    limits: ArchiveLimits = field(default_factory=ArchiveLimits.from_settings)
     archive_bytes: int = 0
     written: int = 0
     entries: int = 0
@@ -189,25 +204,3 @@ def extract(path: Path, dest: Path, budget: Budget | None = None, display: str |
     if len(entries) == 1 and entries[0].is_dir():
         return entries[0]
     return dest
-
-
-def limits_from_env(env: dict | None = None) -> ArchiveLimits:
-    """ArchiveLimits from COMPILEWATCH_ARCHIVE_* variables (unset or empty = default). A value that
-    is not a positive number is an InputError naming the variable."""
-    env = os.environ if env is None else env
-    d = DEFAULT_LIMITS
-    spec = (("max_total_bytes", "COMPILEWATCH_ARCHIVE_MAX_BYTES", int), ("max_entries", "COMPILEWATCH_ARCHIVE_MAX_ENTRIES", int),
-            ("max_ratio", "COMPILEWATCH_ARCHIVE_MAX_RATIO", float), ("max_depth", "COMPILEWATCH_ARCHIVE_MAX_DEPTH", int))
-    values = {}
-    for attr, var, conv in spec:
-        raw = (env.get(var) or "").strip()
-        if not raw:
-            continue
-        try:
-            v = conv(raw)
-        except ValueError:
-            v = -1
-        if v <= 0 and not (attr == "max_depth" and v == 0):
-            raise InputError(f"{var}={raw!r} is not a positive number", f"unset it to use the default {getattr(d, attr)}")
-        values[attr] = v
-    return ArchiveLimits(**{**d.__dict__, **values})

@@ -105,7 +105,7 @@ def expand(paths: Iterable[Path], tmp_root: Path, limits: archives.ArchiveLimits
     a hundred bundles fails alone. Archives follow ingest/archives.py's rules and caps."""
     units: list[_Unit] = []
     failures: list[FileResult] = []
-    limits = limits or archives.limits_from_env()
+    limits = limits or archives.ArchiveLimits.from_settings()
     for p in paths:
         p = Path(p)
         if not p.exists():

@@ -124,7 +124,8 @@ def test_bomb_stops_at_the_ratio_cap_and_keeps_nothing(store, tmp_path):
 
 def test_nothing_is_written_past_the_size_cap(tmp_path):
     bomb = _zeros_tar(tmp_path / "z.tar.gz", 50 * 2**20)
-    limits = archives.ArchiveLimits(max_total_bytes=8 * 2**20, ratio_floor_bytes=2**40)
+    limits = archives.ArchiveLimits(max_total_bytes=8 * 2**20, max_entries=100, max_ratio=200, max_depth=3,
+                                    ratio_floor_bytes=2**40)
     budget = archives.Budget(limits)
     with pytest.raises(archives.ArchiveError, match="more than 8 MiB"):
         archives.extract(bomb, tmp_path / "out", budget)
@@ -287,7 +288,7 @@ def test_kill_9_of_the_inbox_worker_mid_bundle_then_restart_completes(tmp_path):
         m = (root / "manifest.json").read_text().replace('"run_id": "', f'"run_id": "k{i}-')
         (root / "manifest.json").write_text(m)
         root.rename(inbox / f"bundle{i}")
-    cmd = [sys.executable, "-m", "ingest", "inbox", "--db", str(db), "--watch", "--interval", "0.2"]
+    cmd = [sys.executable, "-m", "compilewatch", "inbox", "--db", str(db), "--watch", "--interval", "0.2"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     work = inbox / ".work"
     deadline = time.monotonic() + 60
@@ -298,7 +299,7 @@ def test_kill_9_of_the_inbox_worker_mid_bundle_then_restart_completes(tmp_path):
     proc.kill()
     proc.wait()
     assert any(work.rglob("manifest.json")), "killed while holding a claim (the case being fixed)"
-    subprocess.run([sys.executable, "-m", "ingest", "inbox", "--db", str(db)], cwd=REPO, check=True,
+    subprocess.run([sys.executable, "-m", "compilewatch", "inbox", "--db", str(db)], cwd=REPO, check=True,
                    capture_output=True)
     done = sorted(p.name for p in (inbox / "done").iterdir())
     assert done == [f"bundle{i}" for i in range(6)]
@@ -317,7 +318,7 @@ def test_scratch_of_a_killed_ingest_is_swept_on_next_open(tmp_path):
         body = TEXT_LOG.read_bytes()
         for _ in range(max(1, (40 * 2**20) // len(body))):
             out.write(body)
-    proc = subprocess.Popen([sys.executable, "-m", "ingest", "ingest", str(big), "--db", str(db)], cwd=REPO,
+    proc = subprocess.Popen([sys.executable, "-m", "compilewatch", "ingest", str(big), "--db", str(db)], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     owned = db.parent / "tmp" / f"{scratch.host()}-{proc.pid}"
     deadline = time.monotonic() + 60

@@ -224,3 +224,39 @@ def movers(frame: pd.DataFrame) -> alt.Chart:
                  alt.Tooltip("current:Q", title="Current", format=",.3f"),
                  alt.Tooltip("change_pct:Q", title="Change (%)", format="+.1f")],
     ).properties(height=alt.Step(24))
+
+
+PHASE_COLORS = alt.Scale(domain=["tracing", "AOT", "Inductor", "autotuning"],
+                         range=["#4c78a8", "#f58518", "#54a24b", "#b279a2"])
+
+
+def compile_phase_split(frame: pd.DataFrame) -> alt.Chart:
+    """Compile seconds per torch version, stacked by phase: which phase dominates, per version."""
+    title = "Where compile time goes, by torch version"
+    if frame.empty or not frame["seconds"].fillna(0).any():
+        return _empty(title)
+    return alt.Chart(frame, title=title).mark_bar().encode(
+        y=alt.Y("torch_version:N", title="torch version", axis=alt.Axis(labelLimit=260)),
+        x=alt.X("seconds:Q", title="Compile time (s, summed over compiles)"),
+        color=alt.Color("phase:N", title="Phase", scale=PHASE_COLORS),
+        order=alt.Order("phase:N"),
+        tooltip=[alt.Tooltip("torch_version:N", title="torch"), alt.Tooltip("phase:N", title="Phase"),
+                 alt.Tooltip("seconds:Q", title="Seconds", format=",.1f"),
+                 alt.Tooltip("compiles:Q", title="Compiles", format=",")],
+    ).properties(height=alt.Step(26))
+
+
+def frame_compile_bars(frame: pd.DataFrame) -> alt.Chart:
+    """The costliest frames' compile seconds, one bar per frame, split by torch version."""
+    title = "Costliest frames: compile time per torch version"
+    if frame.empty:
+        return _empty(title)
+    return alt.Chart(frame, title=title).mark_bar().encode(
+        y=alt.Y("frame:N", title=None, sort="-x", axis=alt.Axis(labelLimit=360)),
+        x=alt.X("total_s:Q", title="Compile time (s, recompiles included)"),
+        color=alt.Color("torch_version:N", title="torch version"),
+        tooltip=[alt.Tooltip("frame:N", title="Frame"), alt.Tooltip("torch_version:N", title="torch"),
+                 alt.Tooltip("total_s:Q", title="Seconds", format=",.1f"),
+                 alt.Tooltip("compiles:Q", title="Compiles", format=","),
+                 alt.Tooltip("recompiles:Q", title="Recompiles", format=",")],
+    ).properties(height=alt.Step(24))

@@ -9,6 +9,7 @@ pages = {
         st.Page("views/hotspots.py", title="Graph-break hotspots", icon=":material/call_split:", url_path="hotspots"),
         st.Page("views/recompiles.py", title="Recompile storms", icon=":material/cyclone:", url_path="recompiles"),
         st.Page("views/trends.py", title="Speedup trends", icon=":material/trending_up:", url_path="trends"),
+        st.Page("views/compile_time.py", title="Compile time", icon=":material/timer:", url_path="compile-time"),
     ],
     "Drill down": [
         st.Page("views/run_detail.py", title="Run detail", icon=":material/description:", url_path="run"),

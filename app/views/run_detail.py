@@ -7,7 +7,7 @@ import streamlit as st
 
 from app import charts, ui
 from app.filters import from_params
-from app.queries import run_detail
+from app.queries import ranks, run_detail
 
 f = ui.page("Run detail", default_days=90)
 url = from_params(ui.url_params())
@@ -62,8 +62,13 @@ with st.expander("Manifest"):
     except (TypeError, ValueError):
         st.text(run["manifest_json"])
 
+rank_view = ui.load(ranks.per_rank, f)
+diverging = ui.load(ranks.divergence, f)
+if diverging is not None and not diverging.empty:
+    st.warning("**Ranks diverge** on " + ", ".join(dict.fromkeys(diverging["aspect"])) + ": see the Ranks tab.",
+               icon=":material/call_split:")
 tabs = st.tabs(["Compiles", "Compile phases", "Graph breaks", "Recompiles", "Step times", "Benchmark",
-                "Ingest errors", "Raw files"])
+                "Ingest errors", "Raw files", "Ranks"])
 with tabs[0]:
     compiles = ui.load(run_detail.compiles, f)
     ui.table(compiles, key="rd_compiles", empty="No compiles recorded for this run.",
@@ -166,5 +171,30 @@ with tabs[7]:
                                    key=f"rd_dl_{row.file_id}", icon=":material/download:", on_click="ignore")
             else:
                 st.caption(f"{row.original_name}: raw copy not in {folder / 'raw'}")
+with tabs[8]:
+    if rank_view is not None and len(rank_view) < 2:
+        st.caption("One rank (or none) in this run: nothing to compare.")
+    elif diverging is not None and diverging.empty:
+        st.success(f"All {len(rank_view)} ranks agree on compile ids, graphs, cache hits and misses, "
+                   "recompiles and graph breaks.", icon=":material/check:")
+    else:
+        ui.table(diverging, key="rd_divergence", aspect=ui.text_col("Aspect"), ranks=ui.text_col("Ranks"),
+                 value=ui.text_col("Their value", "medium"), reference_ranks=ui.text_col("Reference ranks"),
+                 reference_value=ui.text_col("Reference value", "medium"),
+                 difference=ui.text_col("Difference", "large"))
+    if rank_view is not None and not rank_view.empty:
+        shown = rank_view.assign(compile_ids=[", ".join(x) for x in rank_view["compile_ids"]]).drop(
+            columns=["cache_pattern"])
+        ui.table(shown, key="rd_ranks", rank=ui.count_col("Rank"), compiles=ui.count_col("Compiles"),
+                 compile_ids=ui.text_col("Compile ids", "medium"), graphs=ui.count_col("Graphs"),
+                 failures=ui.count_col("Failures"), compile_time_s=ui.num_col("Compile time", "%.2f s"),
+                 files=ui.count_col("Files"), recompiles=ui.count_col("Recompiles"),
+                 recompiled=ui.text_col("Recompiled"), graph_breaks=ui.count_col("Graph breaks"),
+                 break_types=ui.text_col("Break types", "medium"), cache_hits=ui.count_col("Cache hits"),
+                 cache_misses=ui.count_col("Cache misses"))
+        ui.table(ui.load(ranks.rank_steps, f), key="rd_rank_steps", rank=ui.count_col("Rank"),
+                 callable=ui.text_col("Callable"), mode=ui.text_col("Mode"), steps=ui.count_col("Steps"),
+                 compile_ms=ui.num_col("Compiling steps", "%.0f ms"), steady_ms=ui.num_col("Steady median", "%.3f ms"),
+                 steady_p90_ms=ui.num_col("Steady p90", "%.3f ms"))
 
 ui.set_url(f)

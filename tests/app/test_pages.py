@@ -18,6 +18,7 @@ PAGES = {
     "hotspots": "views/hotspots.py",
     "recompiles": "views/recompiles.py",
     "trends": "views/trends.py",
+    "compile_time": "views/compile_time.py",
     "run_detail": "views/run_detail.py",
     "compare": "views/compare.py",
     "upload": "views/upload.py",
@@ -56,6 +57,7 @@ def test_page_renders_with_team_data(app_at, team_db, name):
         "hotspots": lambda: "Data-dependent branching" in set(at.dataframe[0].value["what"]),
         "recompiles": lambda: "run-storm" in set(at.dataframe[0].value["run_id"]),
         "trends": lambda: len(at.dataframe) >= 2,   # per-version table + A-vs-B table
+        "compile_time": lambda: len(at.dataframe) == 2 and not at.dataframe[0].value.empty,  # frames + linkage
         "run_detail": lambda: at.selectbox(key="rd_run").value is not None,
         "compare": lambda: [m.label for m in at.metric][0] == "Runs",
         "upload": lambda: any("dedicated_log_torch_trace" in str(v) for v in at.dataframe[0].value["original_name"]),

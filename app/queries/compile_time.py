@@ -1,0 +1,166 @@
+"""Compile time across runs: which frames cost the most (recompiles included) and in which phase,
+and per compiled callable what its steps cost against its compile (runtime linkage).
+
+Phases come from each compile's compilation_metrics, as torch times them:
+- tracing   = entire_frame_compile_time_s - backend_compile_time_s (Dynamo bytecode tracing, guards)
+- AOT       = backend_compile_time_s - inductor_compile_time_s (AOTAutograd: joint graph, partitioning)
+- Inductor  = inductor_compile_time_s - autotuning (lowering, codegen, kernel compilation)
+- autotuning = compile_time_autotune_time_us (Inductor's benchmark of kernel configs; 2.6+ logs it)
+A compile missing a field (older torch, a restart that never reached the backend) counts that
+phase as 0, so a frame's phases never add up to more than its total.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from app.filters import Filters
+from app.queries.common import df, runs_cte
+
+PHASES = ("tracing", "AOT", "Inductor", "autotuning")
+
+_PHASE_COLS = """
+    greatest(coalesce(c.entire_frame_compile_time_s, 0) - coalesce(c.backend_compile_time_s, 0), 0) AS tracing_s,
+    greatest(coalesce(c.backend_compile_time_s, 0) - coalesce(c.inductor_compile_time_s, 0), 0) AS aot_s,
+    greatest(coalesce(c.inductor_compile_time_s, 0) - _autotune_s, 0) AS inductor_s,
+    least(_autotune_s, coalesce(c.inductor_compile_time_s, _autotune_s)) AS autotune_s"""
+
+# Per compile of the filtered runs: its frame and phase split. metrics_json is read only for the
+# autotuning field, and only where the JSON mentions it (a LIKE is far cheaper than json parsing).
+_COMPILES = """
+c0 AS (
+    SELECT c.*, fr.model, fr.torch_version,
+           CASE WHEN c.metrics_json LIKE '%"compile_time_autotune_time_us": %'
+                 AND c.metrics_json NOT LIKE '%"compile_time_autotune_time_us": null%'
+                THEN coalesce(TRY_CAST(json_extract_string(c.metrics_json, '$.compile_time_autotune_time_us')
+                                       AS DOUBLE), 0) / 1e6 ELSE 0 END AS _autotune_s
+    FROM compiles c JOIN fr USING (run_id) WHERE c.co_name IS NOT NULL
+),
+cc AS (
+    -- a frame is its function, file base name and first line: paths differ across hosts and
+    -- virtualenvs, base names and lines do not (as graph-break keys group breaks)
+    SELECT c.run_id, c.file_id, c.compile_id, c.model, c.torch_version, c.co_name, c.co_filename,
+           regexp_extract(c.co_filename, '[^/\\\\]*$') AS co_file, c.co_firstlineno,
+           coalesce(c.is_recompile, false) AS is_recompile,
+           coalesce(c.entire_frame_compile_time_s, 0) AS total_s, {phases}
+    FROM c0 c
+)""".format(phases=_PHASE_COLS)
+
+_DOMINANT = """CASE greatest(tracing_s, aot_s, inductor_s, autotune_s)
+        WHEN 0 THEN NULL WHEN tracing_s THEN 'tracing' WHEN aot_s THEN 'AOT'
+        WHEN inductor_s THEN 'Inductor' ELSE 'autotuning' END"""
+
+
+def frame_hotspots(con, f: Filters) -> pd.DataFrame:
+    """One row per frame (co_name, file base name, first line; example_path one full path) over the filtered runs, most compile time
+    first (f.limit rows; f.search narrows to frames whose function or file contains it): compiles,
+    recompiles, runs, models, torch_versions, total_s, recompile_s, tracing_s, aot_s, inductor_s,
+    autotune_s, dominant (the phase with the most time), cache_misses, share_pct (of all compile
+    time in the filter)."""
+    cte, params = runs_cte(f)
+    search = ""
+    if f.search:
+        search = "WHERE (co_name ILIKE ? OR co_filename ILIKE ?)"
+        params = params + [f"%{f.search}%"] * 2
+    sql = f"""
+    WITH {cte}, {_COMPILES},
+    misses AS (
+        SELECT e.file_id, e.compile_id, count(*) AS n FROM cache_events e JOIN fr USING (run_id)
+        WHERE e.outcome = 'miss' GROUP BY ALL
+    ),
+    agg AS (
+        SELECT co_name, co_file, co_firstlineno, any_value(co_filename) AS co_filename,
+               count(*) AS compiles, count(*) FILTER (WHERE is_recompile) AS recompiles,
+               count(DISTINCT run_id) AS runs,
+               string_agg(DISTINCT model, ', ' ORDER BY model) AS models,
+               string_agg(DISTINCT torch_version, ', ' ORDER BY torch_version) AS torch_versions,
+               sum(total_s) AS total_s, sum(total_s) FILTER (WHERE is_recompile) AS recompile_s,
+               sum(tracing_s) AS tracing_s, sum(aot_s) AS aot_s, sum(inductor_s) AS inductor_s,
+               sum(autotune_s) AS autotune_s, coalesce(sum(m.n), 0) AS cache_misses
+        FROM cc LEFT JOIN misses m USING (file_id, compile_id)
+        {search}
+        GROUP BY ALL
+    )
+    SELECT co_name, co_file || ':' || co_firstlineno AS code, total_s,
+           100 * total_s / nullif(sum(total_s) OVER (), 0) AS share_pct, {_DOMINANT} AS dominant,
+           tracing_s, aot_s, inductor_s, autotune_s, compiles, recompiles,
+           coalesce(recompile_s, 0) AS recompile_s, cache_misses, runs, models, torch_versions,
+           co_filename AS example_path
+    FROM agg ORDER BY total_s DESC, compiles DESC, co_name LIMIT ?"""
+    return df(con, sql, params + [f.limit])
+
+
+def phase_split(con, f: Filters) -> pd.DataFrame:
+    """Compile seconds per torch version and phase (long form: torch_version, phase, seconds,
+    compiles), for the stacked bars: which phase dominates, and whether a version moved it."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte}, {_COMPILES},
+    v AS (SELECT coalesce(torch_version, 'unknown') AS torch_version, count(*) AS compiles,
+                 sum(tracing_s) AS tracing, sum(aot_s) AS "AOT", sum(inductor_s) AS "Inductor",
+                 sum(autotune_s) AS autotuning FROM cc GROUP BY 1)
+    UNPIVOT v ON tracing, "AOT", "Inductor", autotuning INTO NAME phase VALUE seconds
+    ORDER BY torch_version, phase"""
+    return df(con, sql, params)
+
+
+def frame_versions(con, f: Filters, top: int = 10) -> pd.DataFrame:
+    """The `top` costliest frames' compile seconds per torch version (frame, torch_version,
+    total_s, compiles, recompiles): one frame across versions."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte}, {_COMPILES},
+    topf AS (SELECT co_name, co_file, co_firstlineno FROM cc GROUP BY ALL ORDER BY sum(total_s) DESC LIMIT ?)
+    SELECT co_name || ' (' || co_file || ':' || co_firstlineno || ')' AS frame,
+           coalesce(torch_version, 'unknown') AS torch_version, sum(total_s) AS total_s,
+           count(*) AS compiles, count(*) FILTER (WHERE is_recompile) AS recompiles
+    FROM cc JOIN topf USING (co_name, co_file, co_firstlineno)
+    GROUP BY ALL ORDER BY frame, torch_version"""
+    return df(con, sql, params + [top])
+
+
+def runtime_linkage(con, f: Filters) -> pd.DataFrame:
+    """Per compiled callable (model, callable, torch version) over the filtered runs' timing hooks:
+    runs, calls (timed calls), compile_steps (calls that compiled, recompiles included),
+    steady_ms (median steady call), compile_ms (time of the compiling calls), compile_cost_ms
+    (compile_ms minus what those calls would have taken at steady speed), eager_ms (median steady
+    call of the same runs' eager reference: the bench's eager latency, else an eager-mode callable),
+    saved_ms (eager_ms - steady_ms) and break_even_steps (steady calls until the compile paid for
+    itself; null when there is no eager baseline or compiling made the call slower). Costliest
+    compile first, f.limit rows."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte},
+    s AS (SELECT s.run_id, s.callable, s.mode, s.phase, s.duration_ms, fr.model, fr.torch_version
+          FROM step_timings s JOIN fr USING (run_id)),
+    eager_steps AS (
+        SELECT run_id, median(duration_ms) AS eager_ms FROM s
+        WHERE mode = 'eager' AND phase = 'steady' GROUP BY run_id
+        HAVING count(DISTINCT callable) = 1   -- two eager callables: which one is the reference is unknown
+    ),
+    eager_bench AS (
+        SELECT b.run_id, median(b.eager_latency_ms) AS eager_ms FROM bench_results b JOIN fr USING (run_id)
+        WHERE b.eager_latency_ms > 0 GROUP BY b.run_id
+    ),
+    per_run AS (
+        SELECT run_id, model, torch_version, callable, mode, count(*) AS calls,
+               count(*) FILTER (WHERE phase = 'compile') AS compile_steps,
+               median(duration_ms) FILTER (WHERE phase = 'steady') AS steady_ms,
+               sum(duration_ms) FILTER (WHERE phase = 'compile') AS compile_ms
+        FROM s WHERE mode IN ('compiled', 'marked') GROUP BY ALL
+    ),
+    linked AS (
+        SELECT p.*, coalesce(eb.eager_ms, es.eager_ms) AS eager_ms,
+               greatest(p.compile_ms - p.compile_steps * coalesce(p.steady_ms, 0), 0) AS compile_cost_ms
+        FROM per_run p LEFT JOIN eager_bench eb USING (run_id) LEFT JOIN eager_steps es USING (run_id)
+    ),
+    agg AS (
+        SELECT model, callable, mode, torch_version, count(*) AS runs, sum(calls) AS calls,
+               sum(compile_steps) AS compile_steps, median(steady_ms) AS steady_ms,
+               median(compile_ms) AS compile_ms, median(compile_cost_ms) AS compile_cost_ms,
+               median(eager_ms) AS eager_ms
+        FROM linked GROUP BY ALL
+    )
+    SELECT *, eager_ms - steady_ms AS saved_ms,
+           CASE WHEN eager_ms > steady_ms THEN ceil(compile_cost_ms / (eager_ms - steady_ms)) END AS break_even_steps
+    FROM agg ORDER BY compile_cost_ms DESC NULLS LAST, model, callable LIMIT ?"""
+    return df(con, sql, params + [f.limit])

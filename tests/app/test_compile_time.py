@@ -1,0 +1,154 @@
+"""Compile-time hotspots and runtime linkage against what the real logs contain.
+
+Data: the two multi-rank DDP bundles in tests/fixtures/ranks/ and, for an eager baseline, the
+CPU bench bundle sample_logs/cpu-torch2.13/dynamic_shapes_default_infer.tar.gz
+(`compilewatch bench --models dynamic_shapes --modes default --infer --device cpu`, torch 2.13).
+Expected figures are recomputed here straight from the bundles' files, not from the store.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import statistics
+import tarfile
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from app.filters import Filters
+from app.queries import compile_time, ranks
+from ingest.loader import ingest_paths
+from ingest.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLES = [ROOT / "tests" / "fixtures" / "ranks" / "ddp_same.tar.gz",
+           ROOT / "tests" / "fixtures" / "ranks" / "ddp_diverge.tar.gz",
+           ROOT / "sample_logs" / "cpu-torch2.13" / "dynamic_shapes_default_infer.tar.gz"]
+ALL_TIME = dict(start=None, end=None, limit=200)
+_ENVELOPE = re.compile(r"^\S+ \S+ +\d+ \S+\] (\{.*)$")
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("ct") / "cw.duckdb"
+    report = ingest_paths(Store.open(path), BUNDLES)
+    assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
+    return path
+
+
+def _members(bundle: Path):
+    with tarfile.open(bundle) as tar:
+        for m in tar.getmembers():
+            if m.isfile():
+                yield m.name, tar.extractfile(m).read()
+
+
+def _compilation_metrics(bundle: Path):
+    """Every compilation_metrics payload of the bundle's TORCH_TRACE files."""
+    for name, data in _members(bundle):
+        if "/trace/" not in name:
+            continue
+        for line in data.decode().splitlines():
+            m = _ENVELOPE.match(line)
+            if m and '"compilation_metrics"' in line:
+                yield json.loads(m.group(1))["compilation_metrics"]
+
+
+def test_frame_hotspots_sum_the_logged_compile_times(db):
+    expected = defaultdict(lambda: [0, 0.0, 0.0, 0.0])   # (co_name, base name:line) -> n, total, backend, inductor
+    for b in BUNDLES:
+        for cm in _compilation_metrics(b):
+            if not cm.get("co_name"):
+                continue
+            key = (cm["co_name"], f"{cm['co_filename'].rsplit('/', 1)[-1]}:{cm['co_firstlineno']}")
+            e = expected[key]
+            e[0] += 1
+            e[1] += cm.get("entire_frame_compile_time_s") or 0
+            e[2] += cm.get("backend_compile_time_s") or 0
+            e[3] += cm.get("inductor_compile_time_s") or 0
+    with Store(db).read() as con:
+        got = compile_time.frame_hotspots(con, Filters(**ALL_TIME))
+    assert len(got) == len(expected)
+    assert list(got["total_s"]) == sorted(got["total_s"], reverse=True)
+    assert got["share_pct"].sum() == pytest.approx(100)
+    for row in got.itertuples():
+        n, total, backend, inductor = expected[(row.co_name, row.code)]
+        assert row.compiles == n
+        assert row.total_s == pytest.approx(total)
+        # phases never exceed the total; tracing is what the backend did not take
+        assert row.tracing_s + row.aot_s + row.inductor_s + row.autotune_s <= row.total_s + 1e-9
+    ddp = got[got["code"] == "ddp_train.py:31"].iloc[0]
+    # the DDP forward is compiled on both ranks of both runs and recompiled on the diverging rank
+    assert (ddp["co_name"], ddp["recompiles"], ddp["runs"]) == ("forward", 1, 2)
+    assert ddp["dominant"] == "Inductor"
+
+
+def test_search_and_versions(db):
+    with Store(db).read() as con:
+        got = compile_time.frame_hotspots(con, Filters(search="ddp_train", **ALL_TIME))
+        split = compile_time.phase_split(con, Filters(**ALL_TIME))
+        versions = compile_time.frame_versions(con, Filters(**ALL_TIME), top=3)
+        every = compile_time.frame_hotspots(con, Filters(**ALL_TIME))
+    assert set(got["code"].str.split(":").str[0]) == {"ddp_train.py"}
+    assert set(split["phase"]) == set(compile_time.PHASES)
+    assert split["seconds"].sum() <= every["total_s"].sum() + 1e-6
+    assert versions["frame"].nunique() == 3
+    assert set(versions["torch_version"]) == {"2.13.0+cpu"}
+
+
+def test_runtime_linkage_matches_the_timings_and_bench_files(db):
+    bundle = BUNDLES[2]
+    files = dict(_members(bundle))
+    timings = json.loads(next(v for k, v in files.items() if k.endswith("/timings.json")))
+    bench = next(csv.DictReader(io.StringIO(next(v for k, v in files.items() if k.endswith("/bench.csv")).decode())))
+    compiled = next(c for c in timings["callables"] if c["mode"] == "compiled")
+    steady = statistics.median(s["duration_ms"] for s in compiled["steps"] if s["phase"] == "steady")
+    compiling = [s["duration_ms"] for s in compiled["steps"] if s["phase"] == "compile"]
+    cost = sum(compiling) - len(compiling) * steady
+    eager = float(bench["eager_latency"])
+    assert eager > steady  # this benchmark's compiled model is faster, so compiling pays off at some step
+    with Store(db).read() as con:
+        got = compile_time.runtime_linkage(con, Filters(**ALL_TIME)).set_index("callable")
+    row = got.loc[compiled["name"]]
+    assert row["calls"] == len(compiled["steps"]) and row["compile_steps"] == len(compiling)
+    assert row["steady_ms"] == pytest.approx(steady)
+    assert row["compile_cost_ms"] == pytest.approx(cost)
+    assert row["eager_ms"] == pytest.approx(eager)
+    assert row["break_even_steps"] == math.ceil(cost / (eager - steady))
+    # the DDP job has no eager reference: no break-even is claimed
+    ddp = got.loc["DistributedDataParallel.forward"]
+    assert ddp["runs"] == 2 and math.isnan(ddp["eager_ms"]) and math.isnan(ddp["break_even_steps"])
+
+
+def test_compile_time_page(app_at, db):
+    at = app_at(db, "views/compile_time.py", query={"from": "2000-01-01", "to": "2100-01-01"})
+    assert not at.exception and not at.error, [e.value for e in list(at.exception) + list(at.error)]
+    frames = next(d.value for d in at.dataframe if "dominant" in d.value.columns)
+    with Store(db).read() as con:
+        expected = compile_time.frame_hotspots(con, Filters(**ALL_TIME))
+    assert list(frames["code"]) == list(expected["code"].head(len(frames)))
+    linkage = next(d.value for d in at.dataframe if "break_even_steps" in d.value.columns)
+    assert "DistributedDataParallel.forward" in set(linkage["callable"])
+
+
+def test_run_detail_flags_diverging_ranks(app_at, db):
+    with Store(db).read() as con:
+        runs = dict(con.execute("SELECT label, run_id FROM runs WHERE label LIKE 'ranks-%'").fetchall())
+        expected = ranks.divergence(con, Filters(run_id=runs["ranks-diverge"]))
+    at = app_at(db, "views/run_detail.py", query={"run": runs["ranks-diverge"], "from": "2000-01-01", "to": "2100-01-01"})
+    assert not at.exception and not at.error
+    assert any("Ranks diverge" in w.value for w in at.warning)
+    shown = next(d.value for d in at.dataframe if "difference" in d.value.columns)
+    assert list(shown["difference"]) == list(expected["difference"])
+    assert "has 0/1" in shown.iloc[0]["difference"]
+
+    at = app_at(db, "views/run_detail.py", query={"run": runs["ranks-same"], "from": "2000-01-01", "to": "2100-01-01"})
+    assert not at.exception and not at.error
+    assert not any("Ranks diverge" in w.value for w in at.warning)
+    assert any("All 2 ranks agree" in s.value for s in at.success)
+    per = next(d.value for d in at.dataframe if "compile_ids" in d.value.columns and "graphs" in d.value.columns)
+    assert list(per["rank"]) == [0, 1]

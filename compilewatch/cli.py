@@ -230,6 +230,98 @@ def cmd_dashboard(args) -> int:
                             *server.streamlit_flags()], env=env)
 
 
+@command("ranks", "a run's ranks side by side, and the ranks that diverged",
+         arg("run", nargs="?", help="run id (without it: list the runs that have several ranks)"),
+         db_arg(),
+         arg("--json", action="store_true", help="one JSON object on stdout"),
+         arg("--fail-on-divergence", action="store_true", help="exit 1 when the ranks diverge (a CI gate)"),
+         description="Per rank: compile ids, graphs, cache hits and misses, recompiles, graph breaks, compile time. "
+                     "Ranks whose compile ids, graph count, cache hits/misses, recompiles or graph breaks differ "
+                     "from the reference group are flagged with the difference (as tlparse --all-ranks-html).")
+def cmd_ranks(args) -> int:
+    from app.filters import Filters
+    from app.queries import ranks
+    from ingest.errors import InputError
+    from ingest.store import Store
+
+    store = Store.open(args.db)
+    with store.read() as con:
+        if not args.run:
+            runs = ranks.multi_rank_runs(con, Filters(limit=50))
+            if args.json:
+                print(runs.to_json(orient="records", date_format="iso"))
+            else:
+                print(_table([[r.run_id, r.model or "-", r.label or "-", r.torch_version or "-", r.ranks]
+                              for r in runs.itertuples()], ["run", "model", "label", "torch", "ranks"])
+                      if not runs.empty else "no run in this store has more than one rank")
+            return 0
+        f = Filters(run_id=args.run)
+        if not ranks.run_exists(con, f):
+            raise InputError(f"no run {args.run!r} in {store.db_path}",
+                             "`compilewatch ranks` without a run lists the runs that have several ranks")
+        per = ranks.per_rank(con, f)
+        div = ranks.divergence_from(per)
+    if args.json:
+        print(json.dumps({"run_id": args.run,
+                          "ranks": json.loads(per.to_json(orient="records")),
+                          "divergence": div.to_dict(orient="records")}, indent=2))
+    else:
+        print(_table([["?" if r.rank != r.rank else int(r.rank), r.compiles, r.graphs, r.recompiles, r.graph_breaks,
+                       r.cache_hits, r.cache_misses, f"{r.compile_time_s or 0:.2f}", ", ".join(r.compile_ids)]
+                      for r in per.itertuples()],
+                     ["rank", "compiles", "graphs", "recompiles", "graph breaks", "cache hits", "cache misses",
+                      "compile s", "compile ids"]))
+        print()
+        if len(per) < 2:
+            print("one rank (or none) in this run: nothing to compare")
+        elif div.empty:
+            print(f"all {len(per)} ranks agree on compile ids, graphs, cache hits/misses, recompiles and graph breaks")
+        else:
+            print(f"RANKS DIVERGE ({len(div)} difference(s)):")
+            for d in div.itertuples():
+                print(f"  {d.aspect}: rank(s) {d.ranks} vs {d.reference_ranks}: {d.difference}")
+    return 1 if (args.fail_on_divergence and not div.empty) else 0
+
+
+@command("compile-time", "frames that cost the most compile time across runs, and in which phase",
+         db_arg(),
+         arg("--model", action="append", default=[], help="only these models (repeatable)"),
+         arg("--torch-version", action="append", default=[], help="only these torch versions (repeatable)"),
+         arg("--search", help="only frames whose function or file contains this"),
+         arg("--limit", type=int, default=20, help="rows (default %(default)s)"),
+         arg("--json", action="store_true", help="one JSON object on stdout"))
+def cmd_compile_time(args) -> int:
+    from app.filters import Filters
+    from app.queries import compile_time
+    from ingest.store import Store
+
+    f = Filters(models=tuple(args.model), torch_versions=tuple(args.torch_version), search=args.search,
+                limit=args.limit)
+    with Store.open(args.db).read() as con:
+        frames = compile_time.frame_hotspots(con, f)
+        linkage = compile_time.runtime_linkage(con, f)
+    if args.json:
+        print(json.dumps({"frames": json.loads(frames.to_json(orient="records")),
+                          "runtime_linkage": json.loads(linkage.to_json(orient="records"))}, indent=2))
+        return 0
+    print(_table([[r.co_name, r.code, f"{r.total_s:.1f}", f"{r.share_pct or 0:.1f}%", r.dominant or "-",
+                   f"{r.tracing_s:.1f}", f"{r.aot_s:.1f}", f"{r.inductor_s:.1f}", f"{r.autotune_s:.1f}",
+                   r.compiles, r.recompiles, r.cache_misses, r.runs, r.torch_versions or "-"]
+                  for r in frames.itertuples()],
+                 ["function", "frame", "compile s", "share", "dominant", "tracing", "AOT", "Inductor", "autotune",
+                  "compiles", "recompiles", "cache misses", "runs", "torch"]))
+    print()
+
+    def num(v, fmt):
+        return "-" if v != v or v is None else format(v, fmt)
+    print(_table([[r.model or "-", r.callable, r.torch_version or "-", r.runs, r.calls, num(r.steady_ms, ".3f"),
+                   num(r.compile_cost_ms, ".0f"), num(r.eager_ms, ".3f"), num(r.break_even_steps, ".0f")]
+                  for r in linkage.itertuples()],
+                 ["model", "callable", "torch", "runs", "timed calls", "steady ms", "compile cost ms", "eager ms",
+                  "break-even steps"]))
+    return 0
+
+
 # -- parser and entry point ----------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="compilewatch",

@@ -75,7 +75,7 @@ def frame_hotspots(con, f: Filters) -> pd.DataFrame:
                string_agg(DISTINCT torch_version, ', ' ORDER BY torch_version) AS torch_versions,
                sum(total_s) AS total_s, sum(total_s) FILTER (WHERE is_recompile) AS recompile_s,
                sum(tracing_s) AS tracing_s, sum(aot_s) AS aot_s, sum(inductor_s) AS inductor_s,
-               sum(autotune_s) AS autotune_s, coalesce(sum(m.n), 0) AS cache_misses
+               sum(autotune_s) AS autotune_s, coalesce(sum(m.n), 0)::BIGINT AS cache_misses
         FROM cc LEFT JOIN misses m USING (file_id, compile_id)
         {search}
         GROUP BY ALL
@@ -154,8 +154,8 @@ def runtime_linkage(con, f: Filters) -> pd.DataFrame:
         FROM per_run p LEFT JOIN eager_bench eb USING (run_id) LEFT JOIN eager_steps es USING (run_id)
     ),
     agg AS (
-        SELECT model, callable, mode, torch_version, count(*) AS runs, sum(calls) AS calls,
-               sum(compile_steps) AS compile_steps, median(steady_ms) AS steady_ms,
+        SELECT model, callable, mode, torch_version, count(*) AS runs, sum(calls)::BIGINT AS calls,
+               sum(compile_steps)::BIGINT AS compile_steps, median(steady_ms) AS steady_ms,
                median(compile_ms) AS compile_ms, median(compile_cost_ms) AS compile_cost_ms,
                median(eager_ms) AS eager_ms
         FROM linked GROUP BY ALL

@@ -190,3 +190,25 @@ def _rank_key(r) -> int:
 def divergence(con, f: Filters) -> pd.DataFrame:
     """The run's diverging ranks (see divergence_from); empty when every rank agrees."""
     return divergence_from(per_rank(con, f))
+
+
+def multi_rank_runs(con, f: Filters) -> pd.DataFrame:
+    """Runs whose compiles come from more than one rank (run_id, model, label, torch_version,
+    run_time, ranks), newest first, f.limit rows."""
+    return df(con, """
+    WITH fr AS (
+        SELECT file_id, try_cast(nullif(regexp_extract(original_name, ?, 1), '') AS INTEGER) AS name_rank
+        FROM files),
+    rr AS (SELECT e.run_id, count(DISTINCT coalesce(fr.name_rank, e.rank)) AS ranks
+           FROM compiles e LEFT JOIN fr USING (file_id) GROUP BY e.run_id HAVING ranks > 1)
+    SELECT r.run_id, r.model, r.label, r.torch_version, coalesce(r.started_at, r.ingested_at) AS run_time, rr.ranks
+    FROM rr JOIN runs r USING (run_id) ORDER BY run_time DESC NULLS LAST, r.run_id LIMIT ?""",
+              [RANK_IN_NAME, f.limit])
+
+
+def run_exists(con, f: Filters) -> bool:
+    cur = con.cursor()
+    try:
+        return cur.execute("SELECT count(*) FROM runs WHERE run_id = ?", [f.run_id]).fetchone()[0] > 0
+    finally:
+        cur.close()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.filters import Filters
-from app.queries import ranks
+from app.queries import compile_time, ranks
 from ingest.loader import ingest_paths
 from ingest.rank_names import rank_from_name
 from ingest.store import Store
@@ -136,3 +136,43 @@ def test_public_logs_without_rank_keys(public_logs, tmp_path):
     assert (per.loc[1, "compiles"], per.loc[3, "compiles"], per.loc[1, "recompiles"]) == (15, 7, 14)
     ids = div[div["aspect"] == "compile ids"].set_index("ranks")["difference"]
     assert ids["3"] == "has " + ", ".join(f"0/{i}" for i in range(1, 7))
+
+
+def test_cli_ranks(ranks_db, capsys):
+    from compilewatch import cli
+
+    store, runs = ranks_db
+    db = str(store.db_path)
+    assert cli.main(["ranks", "--db", db, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert {r["run_id"] for r in listed} == set(runs.values()) and {r["ranks"] for r in listed} == {2}
+
+    assert cli.main(["ranks", runs["ranks-diverge"], "--db", db, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ids = _trace_compile_ids(FIXTURES / "ddp_diverge.tar.gz")
+    assert [set(r["compile_ids"]) for r in out["ranks"]] == [ids[0], ids[1]]
+    flagged = {d["aspect"]: d for d in out["divergence"]}
+    assert flagged["compile ids"]["difference"] == "has " + ", ".join(sorted(ids[1] - ids[0], key=ranks.compile_id_order))
+
+    assert cli.main(["ranks", runs["ranks-diverge"], "--db", db, "--fail-on-divergence"]) == 1
+    text = capsys.readouterr().out
+    assert "RANKS DIVERGE" in text and "compile ids: rank(s) 1 vs 0: has 0/1" in text
+    assert cli.main(["ranks", runs["ranks-same"], "--db", db, "--fail-on-divergence"]) == 0
+    assert "all 2 ranks agree" in capsys.readouterr().out
+    assert cli.main(["ranks", "no-such-run", "--db", db]) == 2
+    assert "ranks` without a run lists" in capsys.readouterr().err
+
+
+def test_cli_compile_time(ranks_db, capsys):
+    from compilewatch import cli
+
+    store, _ = ranks_db
+    assert cli.main(["compile-time", "--db", str(store.db_path), "--json", "--search", "ddp_train"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    codes = [f["code"] for f in out["frames"]]
+    assert codes[0] == "ddp_train.py:31" and all(c.startswith("ddp_train.py:") for c in codes)
+    # the figures themselves are checked against the logs in test_compile_time.py
+    with store.read() as con:
+        frame = compile_time.frame_hotspots(con, Filters(search="ddp_train", start=None, end=None)).iloc[0]
+    assert (out["frames"][0]["compiles"], out["frames"][0]["total_s"]) == (frame["compiles"], pytest.approx(frame["total_s"]))
+    assert out["runtime_linkage"][0]["callable"] == "DistributedDataParallel.forward"

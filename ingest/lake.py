@@ -183,8 +183,7 @@ class LakeStore:
     @contextmanager
     def _cursor(self):
         try:
-            cur = self._database().cursor()
-            cur.execute("USE lake")
+            cur = _LakeConnection(self._database().cursor())
         except duckdb.Error as e:
             self._reset()
             raise _unreachable(self.spec, e) from None
@@ -349,6 +348,27 @@ class LakeStore:
 
     def close(self) -> None:
         self._reset()
+
+
+class _LakeConnection:
+    """A DuckDB connection whose default database is the lake, and whose cursors' is too: `USE` holds
+    per connection, and the queries take a cursor of their own for each statement."""
+
+    def __init__(self, con):
+        self._con = con
+        con.execute("USE lake")
+
+    def cursor(self) -> "_LakeConnection":
+        return _LakeConnection(self._con.cursor())
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._con.close()
 
 
 def _applied(con) -> list[str]:

@@ -97,12 +97,15 @@ class LocalPostgres:
         self.create_database(DBNAME)
         return self
 
-    def create_database(self, dbname: str) -> None:
-        psql = bin_dir() / "psql"
-        exists = self._run(psql, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-tAc",
-                           f"SELECT 1 FROM pg_database WHERE datname = '{dbname}'").stdout.strip()
-        if not exists:
-            self._run(psql, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-c", f'CREATE DATABASE "{dbname}"')
+    def psql(self, sql: str, dbname: str = "postgres", check: bool = True) -> str:
+        return self._run(bin_dir() / "psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                         "-d", dbname, "-tAc", sql, check=check).stdout.strip()
+
+    def create_database(self, dbname: str, fresh: bool = False) -> None:
+        if fresh:
+            self.psql(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        if not self.psql(f"SELECT 1 FROM pg_database WHERE datname = '{dbname}'"):
+            self.psql(f'CREATE DATABASE "{dbname}"')
 
     def running(self) -> bool:
         if not (self.data / "PG_VERSION").exists():

@@ -20,3 +20,41 @@ def public_logs() -> Path:
 def store(tmp_path):
     from ingest.store import Store
     return Store.open(tmp_path / "store" / "cw.duckdb")
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL (Debian's package) in a temp folder on a free loopback port, for the session.
+    Skipped, with the reason, only where it is not installed (scripts/setup.sh --dev installs it as root)."""
+    import shutil
+    import tempfile
+
+    from ingest.errors import StoreError
+    from ingest.pglocal import LocalPostgres, bin_dir
+    try:
+        bin_dir()
+    except StoreError as e:
+        pytest.skip(str(e))
+    # Not under pytest's 0700 temp root: the server runs as the postgres user when we are root.
+    folder = tempfile.mkdtemp(prefix="cw-pg-")
+    pg = LocalPostgres(folder).start()
+    yield pg
+    pg.stop("immediate")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def lake_spec(postgres, request):
+    """A fresh catalog database for one test: its DuckLake spec."""
+    import re
+    name = "t_" + re.sub(r"\W", "_", request.node.name.lower())[:50]
+    postgres.create_database(name, fresh=True)
+    return postgres.lake_spec(name)
+
+
+@pytest.fixture
+def lake_store(lake_spec, tmp_path):
+    from ingest.store import open_store
+    s = open_store(lake_spec, tmp_path / "lake-data")
+    yield s
+    s.close()

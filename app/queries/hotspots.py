@@ -100,7 +100,7 @@ def hotspot_runs(con, f: Filters) -> pd.DataFrame:
     sql = f"""
     WITH {cte}
     SELECT fr.run_id, fr.model, fr.torch_version, fr.label, fr.run_time, count(*) AS occurrences,
-           string_agg(DISTINCT gb.compile_id, ', ') AS compile_ids
+           string_agg(DISTINCT gb.compile_id, ', ' ORDER BY gb.compile_id) AS compile_ids
     FROM graph_breaks gb JOIN fr USING (run_id)
     WHERE {BREAK_KEY} = ?
     GROUP BY ALL ORDER BY fr.run_time DESC LIMIT 200

@@ -143,7 +143,7 @@ def top_guards(con, f: Filters) -> pd.DataFrame:
           FROM guard_failures gf WHERE gf.run_id IN (SELECT run_id FROM fr) GROUP BY 1, 2, 3)
     SELECT guard, any_value(category) AS category, any_value(source_name) AS source_name,
            sum(n)::BIGINT AS failures, count(DISTINCT run_id) AS runs,
-           string_agg(DISTINCT function, ', ') AS functions,
+           string_agg(DISTINCT function, ', ' ORDER BY function) AS functions,
            any_value(expected) AS expected, any_value(actual) AS actual
     FROM g GROUP BY guard ORDER BY failures DESC, guard LIMIT ?
     """

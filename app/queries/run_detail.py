@@ -81,7 +81,7 @@ def breaks(con, f: Filters) -> pd.DataFrame:
     SELECT {BREAK_KEY} AS break_key, count(*) AS occurrences, any_value(gb.gb_type) AS gb_type,
            any_value(coalesce(gb.reason_norm, gb.reason)) AS reason,
            any_value(gb.user_file || ':' || gb.user_line) AS location,
-           string_agg(DISTINCT gb.compile_id, ', ') AS compile_ids,
+           string_agg(DISTINCT gb.compile_id, ', ' ORDER BY gb.compile_id) AS compile_ids,
            any_value(gb.explanation) AS explanation, any_value(gb.hints) AS hints,
            any_value(gb.user_stack) AS user_stack, min(gb.line_no) AS first_line
     FROM graph_breaks gb WHERE gb.run_id = ?

@@ -44,8 +44,8 @@ def trend(con, f: Filters) -> pd.DataFrame:
            avg(compilation_latency_s) AS compile_s,
            {geomean('compression_ratio')} AS memory_ratio,
            count(DISTINCT run_id) AS runs,
-           string_agg(DISTINCT torch_version, ', ') AS torch_versions,
-           string_agg(DISTINCT label, ', ') AS labels
+           string_agg(DISTINCT torch_version, ', ' ORDER BY torch_version) AS torch_versions,
+           string_agg(DISTINCT label, ', ' ORDER BY label) AS labels
     FROM bench GROUP BY ALL ORDER BY period, model LIMIT 5000
     """
     return df(con, sql, params)

@@ -123,7 +123,7 @@ def _rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cli(args, env, **kw):
-    return subprocess.Popen([sys.executable, "-m", "ingest", *args], cwd=REPO, env=env,
+    return subprocess.Popen([sys.executable, "-m", "compilewatch", *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 

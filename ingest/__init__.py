@@ -1,3 +1,3 @@
 """compilewatch ingest: torch.compile logs -> DuckDB. No torch, no streamlit in here."""
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: per-compile-id artifacts

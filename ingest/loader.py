@@ -242,9 +242,11 @@ class StagingSink:
         for table in self.files:
             path = self.dir / f"{table}.ndjson"
             cols = [(c, t) for c, t in table_columns(con, table) if c not in ("run_id", "file_id")]
-            spec = "{" + ", ".join(f"'{c}': '{t}'" for c, t in cols) + "}"
+            # JSON has no bytes: a BLOB column is staged as base64 text and decoded here
+            spec = "{" + ", ".join(f"'{c}': '{'VARCHAR' if t == 'BLOB' else t}'" for c, t in cols) + "}"
             names = ", ".join(c for c, _ in cols)
-            sql = (f"INSERT INTO {table} (run_id, file_id, {names}) SELECT ?, ?, {names} "
+            values = ", ".join(f"from_base64({c})" if t == "BLOB" else c for c, t in cols)
+            sql = (f"INSERT INTO {table} (run_id, file_id, {names}) SELECT ?, ?, {values} "
                    f"FROM read_json(?, format='newline_delimited', columns={spec})")
             try:
                 con.execute(sql, [run_id, file_id, str(path)]).fetchall()

@@ -21,6 +21,7 @@ EVENT_TABLES = (
     "step_timings",
     "timing_summaries",
     "bench_results",
+    "artifacts",
 )
 
 # Error kinds, after tlparse's Stats: each is counted separately and listed with file + line.

@@ -27,7 +27,7 @@ class TraceParser:
         for env in self.reader.envelopes(stream):
             fns = events.get(env.name)
             if fns is None and env.name == "artifact":
-                fns = artifacts.get(env.artifact_name)
+                fns = artifacts.get(env.artifact_name) or artifacts.get(None)
             if fns is not None:
                 self._run(fns, env)
 
@@ -45,7 +45,7 @@ class TraceParser:
         if env is not None:
             fns = self._events.get(env.name)
             if fns is None and env.name == "artifact":
-                fns = self._artifacts.get(env.artifact_name)
+                fns = self._artifacts.get(env.artifact_name) or self._artifacts.get(None)
             if fns is not None:
                 self._run(fns, env)
         for finish in self._finishers:

@@ -2,14 +2,15 @@
 
 A parser is a function ``parse(env, ctx)`` over one Envelope (``ingest.trace.envelope``) and the
 per-file TraceContext; it emits rows through ``ctx.sink``. ``event`` is the envelope's event key;
-for ``artifact`` envelopes ``artifacts`` lists the artifact names it handles. ``finish`` runs once
-at the end of the file.
+for ``artifact`` envelopes ``artifacts`` lists the artifact names it handles (a parser with event
+``artifact`` and no names sees every artifact). ``finish`` runs once at the end of the file.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
+from . import artifacts as artifact_records
 from . import (cache_events, chromium_event, compilation_metrics, dynamo_start, graph_break, interned_string,
                recompile_reasons, torch_version)
 
@@ -34,20 +35,33 @@ def default_parsers() -> tuple:
         Parser("cache_events", "artifact", cache_events.parse, artifacts=tuple(cache_events.ARTIFACTS)),
         Parser("chromium_event", "chromium_event", chromium_event.parse),
         Parser("torch_version", "artifact", torch_version.parse, artifacts=("torch_version",)),
+        # per-compile-id artifacts: one parser per envelope kind, each storing its payload or value
+        Parser("artifact", "artifact", artifact_records.parse_artifact),
+        Parser("dynamo_start_stack", "dynamo_start", artifact_records.parse_stack),
+        *(Parser(k, k, artifact_records.parse_payload) for k in artifact_records.PAYLOAD_EVENTS),
+        *(Parser(k, k, artifact_records.parse_value) for k in artifact_records.VALUE_EVENTS),
     )
 
 
 def dispatch_tables(parsers=None):
-    """(event -> [parse], artifact name -> [parse], [finish]) for the reader's hot loop."""
+    """(event -> [parse], artifact name -> [parse], [finish]) for the reader's hot loop. Parsers of
+    every artifact are listed under each name and under None (names no parser asked for)."""
     events: dict[str, list] = {}
     artifacts: dict[str, list] = {}
+    every_artifact = []
     finishers = []
     for p in parsers or default_parsers():
         if p.artifacts:
             for a in p.artifacts:
                 artifacts.setdefault(a, []).append(p.parse)
+        elif p.event == "artifact":
+            every_artifact.append(p.parse)
         else:
             events.setdefault(p.event, []).append(p.parse)
         if p.finish is not None:
             finishers.append(p.finish)
+    for fns in artifacts.values():
+        fns.extend(every_artifact)
+    if every_artifact:
+        artifacts[None] = every_artifact
     return events, artifacts, finishers

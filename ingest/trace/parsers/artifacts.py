@@ -1,0 +1,97 @@
+"""Per-compile-id artifacts: the payloads tlparse writes into a compile id's folder (graphs, guards,
+generated code, named ``artifact`` records) and the value-only records it renders beside them
+(symbolic-shape specialisations, real-tensor propagation, links), one ``artifacts`` row each.
+
+The payload is stored zlib-compressed (base64 on its way through the staging NDJSON; the loader
+decodes BLOB columns) so one artifact can be shown later without rereading a raw file that may be
+gzipped. Value-only records are stored as their JSON value with interned file names resolved, since
+the file's string table is gone once the file has been read.
+"""
+from __future__ import annotations
+
+import base64
+import zlib
+
+from ...jsonfast import dumps_line
+
+# Envelope keys whose payload is the artifact (tlparse's SentinelFileParser list plus its named
+# parsers). Their value is {} or a little metadata; NAME_KEY says which value key names the file.
+PAYLOAD_EVENTS = (
+    "dynamo_output_graph", "dynamo_guards", "dynamo_cpp_guards_str",
+    "aot_forward_graph", "aot_backward_graph", "aot_joint_graph", "aot_inference_graph",
+    "inductor_pre_grad_graph", "inductor_post_grad_graph", "inductor_output_code",
+    "optimize_ddp_split_graph", "optimize_ddp_split_child", "compiled_autograd_graph",
+    "graph_dump", "dump_file", "exported_program",
+    "dynamo_graph_break_reason",  # 2.4 logged a break under its own key; 2.5+ as an artifact
+)
+NAME_KEY = {"inductor_output_code": "filename", "optimize_ddp_split_child": "name", "graph_dump": "name",
+            "dump_file": "name", "artifact": "name", "link": "name"}
+JSON_PAYLOADS = frozenset(("dynamo_guards",))
+
+# Envelope keys without a payload whose value is what tlparse shows (symbolic_shape_specialization
+# and guard_added_fast in compilation_metrics.html; guard_added / propagate_real_tensors in
+# symbolic_guard_information.html; link in the compile directory).
+VALUE_EVENTS = (
+    "symbolic_shape_specialization", "propagate_real_tensors", "propagate_real_tensors_provenance",
+    "guard_added", "guard_added_fast", "link", "missing_fake_kernel", "mismatched_fake_kernel",
+)
+
+_STACK_KEYS = ("stack", "user_stack")
+
+
+def _row(env, ctx, kind: str, name, encoding: str, data: bytes) -> None:
+    ctx.sink.row("artifacts", {
+        "line_no": env.line_no, "compile_id": env.compile_id, "rank": env.rank, "kind": kind, "name": name,
+        "encoding": encoding, "size_bytes": len(data),
+        "payload_z": base64.b64encode(zlib.compress(data, 6)).decode("ascii"),
+    })
+
+
+def _name(env, key):
+    v = env.value
+    n = v.get(NAME_KEY[key]) if key in NAME_KEY and isinstance(v, dict) else None
+    return n if isinstance(n, str) else None
+
+
+def parse_payload(env, ctx) -> None:
+    """An envelope of PAYLOAD_EVENTS: its payload as logged (empty when torch logged none, as
+    tlparse shows it)."""
+    _row(env, ctx, env.name, _name(env, env.name), "json" if env.name in JSON_PAYLOADS else "string",
+         env.payload_bytes or b"")
+
+
+def parse_artifact(env, ctx) -> None:
+    """Any ``artifact`` envelope (``trace_structured_artifact``): name and encoding in the value."""
+    v = env.value if isinstance(env.value, dict) else {}
+    enc = v.get("encoding")
+    _row(env, ctx, "artifact", _name(env, "artifact"), enc if enc in ("json", "string") else "string",
+         env.payload_bytes or b"")
+
+
+def resolve_frames(frames, ctx):
+    """A stack as logged, with each frame's interned filename replaced by the path."""
+    if not isinstance(frames, list):
+        return frames
+    out = []
+    for fr in frames:
+        if isinstance(fr, dict) and "filename" in fr:
+            fr = {**fr, "filename": ctx.intern(fr["filename"])}
+        out.append(fr)
+    return out
+
+
+def parse_value(env, ctx) -> None:
+    """An envelope of VALUE_EVENTS: its value as JSON, stacks resolved."""
+    v = env.value
+    if isinstance(v, dict):
+        v = {k: (resolve_frames(x, ctx) if k in _STACK_KEYS else x) for k, x in v.items()}
+    _row(env, ctx, env.name, _name(env, env.name), "json", dumps_line(v).rstrip(b"\n"))
+
+
+def parse_stack(env, ctx) -> None:
+    """``dynamo_start``: the user frames that led to this compile (for the stack trie)."""
+    v = env.value
+    stack = v.get("stack") if isinstance(v, dict) else None
+    if not isinstance(stack, list):
+        return
+    _row(env, ctx, "dynamo_start", None, "json", dumps_line(resolve_frames(stack, ctx)).rstrip(b"\n"))

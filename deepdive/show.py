@@ -1,0 +1,143 @@
+"""``compilewatch show RUN [COMPILE_ID] [--artifact NAME]`` as text: a run's compile ids and stack
+trie; one compile id's metrics, failures, restarts and artifact list; or one artifact's payload."""
+from __future__ import annotations
+
+import json
+
+from . import artifacts, stack_trie
+from .errors import NotFoundError
+
+
+def _rows(con, sql: str, params: list) -> list[dict]:
+    cur = con.cursor()
+    try:
+        rows = cur.execute(sql, params).fetchall()
+        names = [d[0] for d in cur.description]
+    finally:
+        cur.close()
+    return [dict(zip(names, r)) for r in rows]
+
+
+def _run(con, run_id: str) -> dict:
+    rows = _rows(con, "SELECT run_id, model, label, torch_version FROM runs WHERE run_id = ?", [run_id])
+    if not rows:
+        raise NotFoundError(f"no run {run_id!r} in this store",
+                            "pass a run id that `compilewatch ingest` printed, or open Run detail in the dashboard")
+    return rows[0]
+
+
+def _fmt_size(n) -> str:
+    n = int(n or 0)
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+
+
+def compile_ids(con, run_id: str) -> list[dict]:
+    """Every compile id of the run (from compiles and artifacts), with its artifact count."""
+    return _rows(con, """
+    WITH a AS (SELECT compile_id, rank, count(*) FILTER (WHERE kind <> 'dynamo_start') AS artifacts
+               FROM artifacts WHERE run_id = ? AND compile_id IS NOT NULL GROUP BY ALL),
+    c AS (SELECT compile_id, rank, any_value(co_name) AS co_name,
+                 any_value(co_filename || ':' || co_firstlineno) AS code, bool_or(is_recompile) AS is_recompile,
+                 any_value(fail_type) AS fail_type, min(line_no) AS line_no
+          FROM compiles WHERE run_id = ? GROUP BY ALL)
+    SELECT coalesce(c.compile_id, a.compile_id) AS compile_id, coalesce(c.rank, a.rank) AS rank, c.co_name, c.code,
+           c.is_recompile, c.fail_type, coalesce(a.artifacts, 0) AS artifacts
+    FROM c FULL JOIN a ON a.compile_id = c.compile_id AND a.rank IS NOT DISTINCT FROM c.rank
+    ORDER BY c.line_no NULLS LAST, compile_id""", [run_id, run_id])
+
+
+def run_text(con, run_id: str) -> str:
+    run = _run(con, run_id)
+    ids = compile_ids(con, run_id)
+    out = [f"run {run_id} · model {run['model'] or '?'} · torch {run['torch_version'] or '?'}"
+           + (f" · label {run['label']}" if run["label"] else ""), ""]
+    if ids:
+        out.append("compile id   rank  artifacts  function (code)")
+        for r in ids:
+            flags = (" · recompile" if r["is_recompile"] else "") + (f" · failed: {r['fail_type']}" if r["fail_type"] else "")
+            out.append(f"{r['compile_id'] or '-':<12} {'' if r['rank'] is None else r['rank']:<5} {r['artifacts']:>9}  "
+                       f"{r['co_name'] or '?'} ({r['code'] or '?'}){flags}")
+    else:
+        out.append("no compiles recorded (a TORCH_TRACE carries them; TORCH_LOGS text does not)")
+    trie = stack_trie.build(con, run_id)
+    if trie.children or trie.marks:
+        out += ["", "stack trie (user frames leading to each compile):", stack_trie.render(trie)]
+    out += ["", f"details of one compile id: compilewatch show {run_id} COMPILE_ID"]
+    return "\n".join(out)
+
+
+def _one_compile(con, run_id: str, compile_id: str, rank: int | None) -> list[dict]:
+    return _rows(con, """
+    SELECT compile_id, rank, co_name, co_filename, co_firstlineno, entire_frame_compile_time_s,
+           backend_compile_time_s, inductor_compile_time_s, code_gen_time_s, guard_count, shape_env_guard_count,
+           graph_op_count, graph_node_count, graph_input_count, cache_size, fail_type, fail_reason,
+           fail_user_frame_filename, fail_user_frame_lineno, restart_reasons, recompile_reason, is_recompile
+    FROM compiles WHERE run_id = ? AND (compile_id = ? OR regexp_replace(compile_id, '_\\d+$', '') = ?)
+      AND (? IS NULL OR rank = ?)
+    ORDER BY line_no""", [run_id, compile_id, compile_id, rank, rank])
+
+
+def compile_text(con, run_id: str, compile_id: str, rank: int | None = None) -> str:
+    _run(con, run_id)
+    arts = [a for a in artifacts.list_artifacts(con, run_id, compile_id) if rank is None or a["rank"] == rank]
+    metrics = _one_compile(con, run_id, compile_id, rank)
+    if not arts and not metrics:
+        known = ", ".join(r["compile_id"] or "-" for r in compile_ids(con, run_id)[:30])
+        raise NotFoundError(f"run {run_id} has no compile id {compile_id!r}",
+                            f"known compile ids: {known}" if known else "this run has no compile ids")
+    out = [f"compile {compile_id} of run {run_id}" + (f" (rank {rank})" if rank is not None else "")]
+    for m in metrics:
+        out.append("")
+        out.append(f"[{m['compile_id']}] {m['co_name'] or '?'} at {m['co_filename'] or '?'}:{m['co_firstlineno'] or '?'}"
+                   + (f" · rank {m['rank']}" if m["rank"] is not None else ""))
+        times = [(k, m[k]) for k in ("entire_frame_compile_time_s", "backend_compile_time_s",
+                                      "inductor_compile_time_s", "code_gen_time_s") if m[k] is not None]
+        if times:
+            out.append("  times: " + ", ".join(f"{k[:-7]} {v:.3f} s" for k, v in times))
+        counts = [(k, m[k]) for k in ("guard_count", "shape_env_guard_count", "graph_op_count", "graph_node_count",
+                                       "graph_input_count", "cache_size") if m[k] is not None]
+        if counts:
+            out.append("  counts: " + ", ".join(f"{k} {v}" for k, v in counts))
+        if m["recompile_reason"]:
+            out.append(f"  recompile reason: {m['recompile_reason']}")
+        if m["fail_type"]:
+            where = (f" at {m['fail_user_frame_filename']}:{m['fail_user_frame_lineno']}"
+                     if m["fail_user_frame_filename"] else "")
+            out.append(f"  FAILED: {m['fail_type']}{where}")
+            if m["fail_reason"]:
+                out += ["    " + ln for ln in str(m["fail_reason"]).splitlines()]
+        restarts = _json_list(m["restart_reasons"])
+        if restarts:
+            out.append("  restarted because:")
+            out += [f"    - {r}" for r in restarts]
+    out += ["", "artifacts (log line · kind · size):"]
+    for a in arts:
+        out.append(f"  {a['line_no']:>7}  {artifacts.title(a['kind'], a['name'])}  [{a['kind'] if a['kind'] != 'artifact' else 'artifact'}]"
+                   f"  {_fmt_size(a['size_bytes'])}")
+    if not arts:
+        out.append("  none in the log for this compile id")
+    out += ["", f"print one: compilewatch show {run_id} {compile_id} --artifact KIND_OR_NAME"]
+    return "\n".join(out)
+
+
+def _json_list(value) -> list[str]:
+    if not value:
+        return []
+    try:
+        v = json.loads(value)
+    except (TypeError, ValueError):
+        return [str(value)]
+    return [str(x) for x in v] if isinstance(v, list) else [str(v)]
+
+
+def artifact_text(con, run_id: str, compile_id: str | None, what: str, rank: int | None = None) -> str:
+    """The payload of the artifact of that compile id whose kind or name is ``what`` (the first in
+    log order when several match), pretty-printed when it is JSON."""
+    _run(con, run_id)
+    matches = [a for a in artifacts.find(con, run_id, compile_id, what) if rank is None or a["rank"] == rank]
+    if not matches:
+        have = sorted({a["name"] or a["kind"] for a in artifacts.list_artifacts(con, run_id, compile_id)})
+        raise NotFoundError(f"compile {compile_id} of run {run_id} has no artifact {what!r}",
+                            "its artifacts: " + ", ".join(have) if have else "it has no artifacts")
+    a = matches[0]
+    return artifacts.fetch(con, run_id, a["file_id"], a["line_no"]).pretty()

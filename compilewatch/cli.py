@@ -319,6 +319,49 @@ def cmd_compile_time(args) -> int:
                   for r in linkage.itertuples()],
                  ["model", "callable", "torch", "runs", "timed calls", "steady ms", "compile cost ms", "eager ms",
                   "break-even steps"]))
+
+
+@command("show", "a run's compile ids and stack trie; one compile id's metrics, failures and artifacts",
+         arg("run", help="run id"),
+         arg("compile_id", nargs="?", help="compile id as tlparse prints it without brackets, e.g. 0/1 or !0/1/0"),
+         arg("--artifact", metavar="KIND_OR_NAME",
+             help="print that artifact's payload (e.g. dynamo_output_graph, inductor_output_code, fx_graph_cache_miss)"),
+         arg("--rank", type=int, help="only this rank's compile (multi-rank runs)"),
+         db_arg())
+def cmd_show(args) -> int:
+    from deepdive import show
+    from ingest.store import Store
+
+    with Store.open(args.db).read() as con:
+        if args.artifact:
+            text = show.artifact_text(con, args.run, args.compile_id, args.artifact, rank=args.rank)
+        elif args.compile_id:
+            text = show.compile_text(con, args.run, args.compile_id, rank=args.rank)
+        else:
+            text = show.run_text(con, args.run)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+@command("export-trace", "a run's compile phases and step times as Chrome trace JSON (open it in Perfetto)",
+         arg("run", help="run id"),
+         arg("--out", required=True, help="file to write, e.g. run.trace.json ('-' for stdout)"),
+         db_arg())
+def cmd_export_trace(args) -> int:
+    from deepdive import perfetto
+    from ingest.store import Store
+
+    with Store.open(args.db).read() as con:
+        trace = perfetto.chrome_trace(con, args.run)
+    data = perfetto.to_json(trace)
+    if args.out == "-":
+        sys.stdout.buffer.write(data)
+    else:
+        with open(args.out, "wb") as f:
+            f.write(data)
+        other = trace["otherData"]
+        print(f"wrote {args.out}: {other['compile_phases']} compile phase(s), {other['steps']} step(s); "
+              f"open it at https://ui.perfetto.dev")
     return 0
 
 

@@ -44,26 +44,27 @@ def chrome_trace(con, run_id: str) -> dict:
                        "pid": 0 if rank is None else rank, "tid": 0,
                        "args": {"compile_id": cid, "log_line": line_no}})
     t0 = min((int(p[3]) for p in phases), default=0)
-    steps = _rows(con, "SELECT callable, mode, step, phase, duration_ms FROM step_timings "
-                       "WHERE run_id = ? AND duration_ms IS NOT NULL ORDER BY callable, mode, file_id, step",
+    steps = _rows(con, "SELECT callable, mode, rank, step, phase, duration_ms FROM step_timings "
+                       "WHERE run_id = ? AND duration_ms IS NOT NULL ORDER BY rank NULLS FIRST, callable, mode, file_id, step",
                   [run_id])
     if steps:
         events.append({"ph": "M", "name": "process_name", "pid": HOOKS_PID, "tid": 0,
                        "args": {"name": "timing hooks (steps)"}})
     tracks: dict[tuple, int] = {}
     clock: dict[int, int] = {}
-    for callable_, mode, step, phase, ms in steps:
-        key = (callable_, mode)
+    for callable_, mode, rank, step, phase, ms in steps:
+        key = (callable_, mode, rank)
         if key not in tracks:
             tid = tracks[key] = len(tracks) + 1
             clock[tid] = t0
+            where = "" if rank is None else f", rank {rank}"
             events.append({"ph": "M", "name": "thread_name", "pid": HOOKS_PID, "tid": tid,
-                           "args": {"name": f"{callable_ or '?'} ({mode or '?'})"}})
+                           "args": {"name": f"{callable_ or '?'} ({mode or '?'}{where})"}})
         tid = tracks[key]
         dur = max(int(round(ms * 1000)), 0)
         events.append({"name": f"step {step} ({phase or '?'})", "cat": "step", "ph": "X", "ts": clock[tid],
                        "dur": dur, "pid": HOOKS_PID, "tid": tid,
-                       "args": {"callable": callable_, "mode": mode, "step": step, "phase": phase,
+                       "args": {"callable": callable_, "mode": mode, "rank": rank, "step": step, "phase": phase,
                                 "duration_ms": ms, "placement": _STEP_PLACEMENT}})
         clock[tid] += dur
     return {"traceEvents": events, "displayTimeUnit": "ms",

@@ -112,7 +112,7 @@ def compile_text(con, run_id: str, compile_id: str, rank: int | None = None) -> 
             out += [f"    - {r}" for r in restarts]
     out += ["", "artifacts (log line · kind · size):"]
     for a in arts:
-        out.append(f"  {a['line_no']:>7}  {artifacts.title(a['kind'], a['name'])}  [{a['kind'] if a['kind'] != 'artifact' else 'artifact'}]"
+        out.append(f"  {a['line_no']:>7}  {artifacts.title(a['kind'], a['name'])}  [{a['kind']}]"
                    f"  {_fmt_size(a['size_bytes'])}")
     if not arts:
         out.append("  none in the log for this compile id")

@@ -6,6 +6,7 @@ Pages stay thin: ``f = ui.page("Title")`` then ``frame = ui.load(queries.x.fn, f
 from __future__ import annotations
 
 import importlib
+import re
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Callable
@@ -47,14 +48,14 @@ def get_store():
         store, message = _open_store(str(settings.db_path()), str(settings.sample_logs_dir()),
                                      settings.bootstrap_enabled())
     except CompileWatchError as e:
-        st.error(f"**{e.title}**  \n{e.hint}" if e.hint else e.title, icon=":material/error:")
+        st.error(f"**{md(e.title)}**  \n{md(e.hint)}" if e.hint else md(e.title), icon=":material/error:")
         st.stop()
     except duckdb.Error as e:
-        st.error(f"**Cannot open the database {settings.db_path()}:** {e}", icon=":material/error:")
+        st.error(f"**Cannot open the database {md(settings.db_path())}:** {md(e)}", icon=":material/error:")
         st.stop()
     if message and not st.session_state.get("_cw_bootstrap_shown"):
         st.session_state["_cw_bootstrap_shown"] = True
-        st.toast(message)
+        st.toast(md(message))
     return store
 
 
@@ -76,9 +77,9 @@ def load(fn: Callable, f: Filters) -> pd.DataFrame | None:
     try:
         return _cached(str(store.db_path), store.data_version(), f"{fn.__module__}:{fn.__name__}", f)
     except CompileWatchError as e:
-        st.error(f"**{e.title}**" + (f"  \n{e.hint}" if e.hint else ""), icon=":material/error:")
+        st.error(f"**{md(e.title)}**" + (f"  \n{md(e.hint)}" if e.hint else ""), icon=":material/error:")
     except duckdb.Error as e:
-        st.error(f"**Query `{fn.__name__}` failed:** {e}", icon=":material/error:")
+        st.error(f"**Query `{fn.__name__}` failed:** {md(e)}", icon=":material/error:")
     return None
 
 
@@ -203,6 +204,39 @@ def link(page_path: str, f: Filters, **fields) -> str:
     from urllib.parse import urlencode
 
     return page_path + "?" + urlencode(to_params(f.replace(**fields)), doseq=True)
+
+
+# -- log content is data ----------------------------------------------------------------------------
+# Reasons, file and function names, labels, model names and run ids come from files anyone can
+# upload. Wherever Streamlit renders Markdown (st.markdown, captions, headers, widget and link
+# labels, alert bodies) they go through md(), so a link, remote image, HTML tag, backtick or LaTeX
+# in a log shows as the characters it is and the browser fetches nothing. Tables, st.text, st.code
+# and chart tooltips show text already.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_AUTOLINK = re.compile(r"(?i)(:(?=//)|www(?=\.)|\w(?=@))()")
+_MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character: CommonMark escapes them all
+
+
+def plain(value) -> str:
+    """Text with control characters (ANSI escapes, NUL, bare CR) made visible as \\xNN."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+
+
+def md(value, *, one_line: bool = True) -> str:
+    """Log content escaped for any place that renders Markdown: shown exactly as text, never as a
+    link, image, HTML, code span, emphasis, LaTeX or colour directive."""
+    text = plain(value)
+    if one_line:
+        text = text.replace("\n", " ")
+    else:
+        text = text.replace("\n", "  \n")
+    # Streamlit turns bare URLs, www. names and e-mail addresses into links after escapes are
+    # resolved, so a backslash cannot stop that: a word joiner (invisible, zero width) inside the
+    # pattern does.
+    text = _AUTOLINK.sub("\\1\u2060", text)
+    return _MD_PUNCT.sub(r"\\\1", text)
 
 
 def short(text, n: int = 80) -> str:

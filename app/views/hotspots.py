@@ -56,15 +56,15 @@ elif table is not None:
         match = table[table["break_key"] == f.break_key]
         st.divider()
         if match.empty:
-            st.subheader(f"Break `{ui.short(f.break_key, 100)}`")
+            st.subheader(f"Break {ui.md(ui.short(f.break_key, 100))}")
             st.caption("Not among the breaks listed above with these filters.")
         else:
             b = match.iloc[0]
-            st.subheader(ui.short(ui.first_text(b["gb_type"], b["reason"], b["break_key"]), 120))
+            st.subheader(ui.md(ui.short(ui.first_text(b["gb_type"], b["reason"], b["break_key"]), 120)))
             code = ui.first_text(b["gb_code"])
             first = b["first_seen_ever"]
-            st.markdown(f"`{ui.first_text(b['user_file'], '?')}:{b['user_line']}` in "
-                        f"`{ui.first_text(b['user_function'], '?')}`" + (f" · {code}" if code else "")
+            st.markdown(ui.md(f"{ui.first_text(b['user_file'], '?')}:{b['user_line']} in "
+                              f"{ui.first_text(b['user_function'], '?')}") + (f" · {ui.md(code)}" if code else "")
                         + (f" · first seen {first:%Y-%m-%d}" if pd.notna(first) else "")
                         + (" · **new this week**" if pd.notna(b["new_this_week"]) and bool(b["new_this_week"]) else ""))
             left, right = st.columns(2)
@@ -73,11 +73,11 @@ elif table is not None:
                 st.text(ui.first_text(b["reason"], "–"))
                 if ui.first_text(b["explanation"]):
                     st.markdown("**Explanation**")
-                    st.markdown(b["explanation"])
+                    st.markdown(ui.md(b["explanation"], one_line=False))
                 hints = ui.hint_lines(b["hints"])
                 if hints:
                     st.markdown("**Hints**")
-                    st.markdown("\n".join(f"- {h}" for h in hints))
+                    st.markdown("\n".join(f"- {ui.md(h)}" for h in hints))
             with right:
                 st.markdown("**Example user stack** (latest occurrence)")
                 st.code(ui.first_text(b["example_stack"], "no stack in the log"), language="python")

@@ -52,7 +52,7 @@ timeline = ui.load(recompiles.timeline, f)
 if timeline is not None and not timeline.empty:
     run_id = timeline["run_id"].iloc[0]
     st.altair_chart(charts.recompile_timeline(timeline, highlight=f.function), width="stretch")
-    st.page_link("views/run_detail.py", label=f"Open run {run_id}", icon=":material/description:",
+    st.page_link("views/run_detail.py", label=f"Open run {ui.md(run_id)}", icon=":material/description:",
                  query_params={"run": run_id})
 
 per_day = ui.load(recompiles.recompiles_per_day, f.replace(run_id=None, function=None))
@@ -68,7 +68,7 @@ elif cats is not None:
     left.altair_chart(charts.guard_category_bars(cats), width="stretch")
     with right:
         for row in cats.itertuples():
-            with st.expander(f"**{row.category}** · {row.failures:,} failures in {row.runs:,} runs"):
+            with st.expander(f"**{ui.md(row.category)}** · {row.failures:,} failures in {row.runs:,} runs"):
                 st.markdown(row.hint)
                 st.caption("Most common guard")
                 st.code(ui.first_text(row.top_guard, row.example), language=None)

@@ -22,7 +22,7 @@ if not ids:
     st.info("No runs in these filters. Widen the time window.", icon=":material/info:")
     ui.set_url(f)
     st.stop()
-labels = {r.run_id: f"{r.run_id} · {r.model or '?'} · torch {r.torch_version or '?'} · {r.run_time:%Y-%m-%d %H:%M}"
+labels = {r.run_id: ui.plain(f"{r.run_id} · {r.model or '?'} · torch {r.torch_version or '?'} · {r.run_time:%Y-%m-%d %H:%M}")
           for r in runs.itertuples() if r.run_time is not None}
 ui.page_state("rd_run", url.run_id, ids[0])
 if st.session_state["rd_run"] not in ids:
@@ -32,7 +32,7 @@ f = f.replace(run_id=run_id)
 
 m = ui.load(run_detail.manifest, f)
 if m is None or m.empty:
-    st.warning(f"Run `{run_id}` is not in the database.", icon=":material/search_off:")
+    st.warning(f"Run {ui.md(run_id)} is not in the database.", icon=":material/search_off:")
     ui.set_url(f)
     st.stop()
 run = m.iloc[0]
@@ -48,14 +48,14 @@ facts = [("Model", run["model"]), ("Torch", run["torch_version"]), ("Label", run
          ("End", f"{_v(run['end_reason'])} (exit {_v(run['exit_status'])})")]
 for col, (label, value) in zip(st.columns(len(facts)), facts):
     col.caption(label)
-    col.markdown(f"**{_v(value)}**")
+    col.markdown(f"**{ui.md(_v(value))}**")
 cols = st.columns(5)
 for col, key, label in zip(cols, ["compiles", "graph_breaks", "recompiles", "limit_hits", "ingest_errors"],
                            ["Compiles", "Graph breaks", "Recompiles", "Limit hits", "Ingest errors"]):
     col.metric(label, f"{int(run[key]):,}", border=True)
 with st.expander("Manifest"):
-    st.caption(f"Command: `{_v(run['command'])}` · host {_v(run['host'])} · source {_v(run['source'])} · "
-               f"triton {_v(run['triton_version'])} · CUDA {_v(run['cuda_version'])} · Python {_v(run['python_version'])}")
+    st.caption(ui.md(f"Command: {_v(run['command'])} · host {_v(run['host'])} · source {_v(run['source'])} · "
+                     f"triton {_v(run['triton_version'])} · CUDA {_v(run['cuda_version'])} · Python {_v(run['python_version'])}"))
     try:
         manifest = run["manifest_json"]
         st.json(json.loads(manifest) if isinstance(manifest, str) and manifest else {}, expanded=False)
@@ -166,11 +166,11 @@ with tabs[7]:
             path = folder / row.stored_path if row.stored_path else None
             if path is not None and path.is_file():
                 # Deferred: the bytes are read only when someone clicks.
-                st.download_button(f"Download {row.original_name} ({row.size_bytes:,} bytes)",
+                st.download_button(f"Download {ui.md(row.original_name)} ({row.size_bytes:,} bytes)",
                                    data=lambda p=path: p.read_bytes(), file_name=row.original_name,
                                    key=f"rd_dl_{row.file_id}", icon=":material/download:", on_click="ignore")
             else:
-                st.caption(f"{row.original_name}: raw copy not in {folder / 'raw'}")
+                st.caption(ui.md(f"{row.original_name}: raw copy not in {folder / 'raw'}"))
 with tabs[8]:
     if rank_view is not None and len(rank_view) < 2:
         st.caption("One rank (or none) in this run: nothing to compare.")

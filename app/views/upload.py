@@ -60,7 +60,7 @@ if go and files:
             "message": r.message} for r in report.files])
         bar.progress(1.0, text="Done")
     except Exception as e:  # a failure shows its cause; nothing half-stored (the loader commits per file)
-        st.error(f"**Ingest failed:** {e}", icon=":material/error:")
+        st.error(f"**Ingest failed:** {ui.md(e)}", icon=":material/error:")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -75,7 +75,7 @@ if result is not None and not result.empty:
              duplicate=st.column_config.CheckboxColumn("Duplicate"), message=ui.text_col("Message", "large"))
     runs = [r for r in result["run_id"].dropna().unique()]
     for r in runs[:10]:
-        st.page_link("views/run_detail.py", label=f"Open run {r}", icon=":material/description:", query_params={"run": r})
+        st.page_link("views/run_detail.py", label=f"Open run {ui.md(r)}", icon=":material/description:", query_params={"run": r})
 
 st.subheader("Recently ingested")
 recent = ui.load(upload.recent_files, Filters(limit=50))

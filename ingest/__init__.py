@@ -1,3 +1,3 @@
 """compilewatch ingest: torch.compile logs -> DuckDB. No torch, no streamlit in here."""
 
-PARSER_VERSION = 2  # 2: per-compile-id artifacts
+PARSER_VERSION = 3  # 2: per-compile-id artifacts; 3: compiles.autotune_time_s

@@ -5,7 +5,8 @@ Phases come from each compile's compilation_metrics, as torch times them:
 - tracing   = entire_frame_compile_time_s - backend_compile_time_s (Dynamo bytecode tracing, guards)
 - AOT       = backend_compile_time_s - inductor_compile_time_s (AOTAutograd: joint graph, partitioning)
 - Inductor  = inductor_compile_time_s - autotuning (lowering, codegen, kernel compilation)
-- autotuning = compile_time_autotune_time_us (Inductor's benchmark of kernel configs; 2.6+ logs it)
+- autotuning = compiles.autotune_time_s (compile_time_autotune_time_us: Inductor's benchmark of
+  kernel configs; 2.6+ log it)
 A compile missing a field (older torch, a restart that never reached the backend) counts that
 phase as 0, so a frame's phases never add up to more than its total.
 """
@@ -21,28 +22,19 @@ PHASES = ("tracing", "AOT", "Inductor", "autotuning")
 _PHASE_COLS = """
     greatest(coalesce(c.entire_frame_compile_time_s, 0) - coalesce(c.backend_compile_time_s, 0), 0) AS tracing_s,
     greatest(coalesce(c.backend_compile_time_s, 0) - coalesce(c.inductor_compile_time_s, 0), 0) AS aot_s,
-    greatest(coalesce(c.inductor_compile_time_s, 0) - _autotune_s, 0) AS inductor_s,
-    least(_autotune_s, coalesce(c.inductor_compile_time_s, _autotune_s)) AS autotune_s"""
+    greatest(coalesce(c.inductor_compile_time_s, 0) - coalesce(c.autotune_time_s, 0), 0) AS inductor_s,
+    least(coalesce(c.autotune_time_s, 0), coalesce(c.inductor_compile_time_s, c.autotune_time_s, 0)) AS autotune_s"""
 
-# Per compile of the filtered runs: its frame and phase split. metrics_json is read only for the
-# autotuning field, and only where the JSON mentions it (a LIKE is far cheaper than json parsing).
+# Per compile of the filtered runs: its frame and phase split.
 _COMPILES = """
-c0 AS (
-    SELECT c.*, fr.model, fr.torch_version,
-           CASE WHEN c.metrics_json LIKE '%"compile_time_autotune_time_us": %'
-                 AND c.metrics_json NOT LIKE '%"compile_time_autotune_time_us": null%'
-                THEN coalesce(TRY_CAST(json_extract_string(c.metrics_json, '$.compile_time_autotune_time_us')
-                                       AS DOUBLE), 0) / 1e6 ELSE 0 END AS _autotune_s
-    FROM compiles c JOIN fr USING (run_id) WHERE c.co_name IS NOT NULL
-),
 cc AS (
     -- a frame is its function, file base name and first line: paths differ across hosts and
     -- virtualenvs, base names and lines do not (as graph-break keys group breaks)
-    SELECT c.run_id, c.file_id, c.compile_id, c.model, c.torch_version, c.co_name, c.co_filename,
+    SELECT c.run_id, c.file_id, c.compile_id, fr.model, fr.torch_version, c.co_name, c.co_filename,
            regexp_extract(c.co_filename, '[^/\\\\]*$') AS co_file, c.co_firstlineno,
            coalesce(c.is_recompile, false) AS is_recompile,
            coalesce(c.entire_frame_compile_time_s, 0) AS total_s, {phases}
-    FROM c0 c
+    FROM compiles c JOIN fr USING (run_id) WHERE c.co_name IS NOT NULL
 )""".format(phases=_PHASE_COLS)
 
 _DOMINANT = """CASE greatest(tracing_s, aot_s, inductor_s, autotune_s)

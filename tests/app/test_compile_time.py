@@ -152,3 +152,24 @@ def test_run_detail_flags_diverging_ranks(app_at, db):
     assert any("All 2 ranks agree" in s.value for s in at.success)
     per = next(d.value for d in at.dataframe if "compile_ids" in d.value.columns and "graphs" in d.value.columns)
     assert list(per["rank"]) == [0, 1]
+
+
+def test_autotuning_phase_from_a_max_autotune_run(tmp_path):
+    """sample_logs/gpu-h200-torch2.11/mlp_max-autotune_infer_run1 (H200, torch 2.11, mode
+    max-autotune): compiles.autotune_time_s is compile_time_autotune_time_us of the log, and the
+    frame's autotuning phase is their sum."""
+    bundle = ROOT / "sample_logs" / "gpu-h200-torch2.11" / "mlp_max-autotune_infer_run1.tar.gz"
+    if not bundle.exists():
+        pytest.skip("sample bundle absent")
+    logged = [cm for cm in _compilation_metrics(bundle) if cm.get("co_name")]
+    autotune = sum((cm.get("compile_time_autotune_time_us") or 0) / 1e6 for cm in logged)
+    assert autotune > 1  # this run autotuned for seconds
+    store = Store.open(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, [bundle]).ok
+    with store.read() as con:
+        stored = con.execute("SELECT sum(autotune_time_s) FROM compiles").fetchone()[0]
+        frames = compile_time.frame_hotspots(con, Filters(**ALL_TIME))
+    assert stored == pytest.approx(autotune)
+    assert frames["autotune_s"].sum() == pytest.approx(autotune)
+    assert (frames["tracing_s"] + frames["aot_s"] + frames["inductor_s"] + frames["autotune_s"]
+            <= frames["total_s"] + 1e-9).all()

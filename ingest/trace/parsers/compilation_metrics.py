@@ -81,6 +81,8 @@ def parse(env, ctx) -> None:
         restarts = [str(restarts)]
     row["restart_reasons"] = None if restarts is None else json.dumps(restarts)
     row["is_recompile"] = bool(fci)
+    autotune_us = as_float(m.get("compile_time_autotune_time_us"))
+    row["autotune_time_s"] = None if autotune_us is None else autotune_us / 1e6
     row["metrics_json"] = _metrics_json(m)
     ctx.sink.row("compiles", row)
 

@@ -8,14 +8,14 @@ import json
 def _int(value):
     try:
         return None if value is None else int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
 def _float(value):
     try:
         return None if value is None else float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
@@ -30,13 +30,19 @@ def parse_timings(stream, sink) -> None:
         return
     rank = _int(data.get("rank"))
     iteration = None
-    for c in data.get("callables") or []:
+    callables = data.get("callables")
+    if not isinstance(callables, list):
+        if callables is not None:
+            sink.error(1, "payload", "callables is not a list", str(callables)[:200])
+        callables = []
+    for c in callables:
         if not isinstance(c, dict):
             sink.error(1, "payload", "callables entry is not an object", str(c)[:200])
             continue
         if c.get("mode") == "iteration":
             iteration = c
-        for s in c.get("steps") or []:
+        steps = c.get("steps")
+        for s in steps if isinstance(steps, list) else []:
             try:
                 sink.row("step_timings", {
                     "callable": c.get("name"),
@@ -47,7 +53,7 @@ def parse_timings(stream, sink) -> None:
                     "peak_mem_bytes": s.get("peak_mem_bytes"),
                     "rank": rank,
                 })
-            except (KeyError, TypeError, ValueError) as e:
+            except (KeyError, TypeError, ValueError, OverflowError) as e:
                 sink.error(1, "payload", f"step entry of {c.get('name')!r} lacks {e}", str(s)[:200])
     env = data.get("env") if isinstance(data.get("env"), dict) else {}
     sink.row("timing_summaries", {

@@ -46,7 +46,8 @@ def frame_hotspots(con, f: Filters) -> pd.DataFrame:
     """One row per frame (co_name, file base name, first line; example_path one full path) over the filtered runs, most compile time
     first (f.limit rows; f.search narrows to frames whose function or file contains it): compiles,
     recompiles, runs, models, torch_versions, total_s, recompile_s, tracing_s, aot_s, inductor_s,
-    autotune_s, dominant (the phase with the most time), cache_misses, share_pct (of all compile
+    autotune_s, dominant (the phase with the most time), cache_misses (FX graph / AOTAutograd cache
+    lookups that missed), cache_miss_s (compile time of the compiles that missed), share_pct (of all compile
     time in the filter)."""
     cte, params = runs_cte(f)
     search = ""
@@ -67,7 +68,8 @@ def frame_hotspots(con, f: Filters) -> pd.DataFrame:
                string_agg(DISTINCT torch_version, ', ' ORDER BY torch_version) AS torch_versions,
                sum(total_s) AS total_s, sum(total_s) FILTER (WHERE is_recompile) AS recompile_s,
                sum(tracing_s) AS tracing_s, sum(aot_s) AS aot_s, sum(inductor_s) AS inductor_s,
-               sum(autotune_s) AS autotune_s, coalesce(sum(m.n), 0)::BIGINT AS cache_misses
+               sum(autotune_s) AS autotune_s, coalesce(sum(m.n), 0)::BIGINT AS cache_misses,
+               coalesce(sum(total_s) FILTER (WHERE m.n > 0), 0) AS cache_miss_s
         FROM cc LEFT JOIN misses m USING (file_id, compile_id)
         {search}
         GROUP BY ALL
@@ -75,7 +77,7 @@ def frame_hotspots(con, f: Filters) -> pd.DataFrame:
     SELECT co_name, co_file || ':' || co_firstlineno AS code, total_s,
            100 * total_s / nullif(sum(total_s) OVER (), 0) AS share_pct, {_DOMINANT} AS dominant,
            tracing_s, aot_s, inductor_s, autotune_s, compiles, recompiles,
-           coalesce(recompile_s, 0) AS recompile_s, cache_misses, runs, models, torch_versions,
+           coalesce(recompile_s, 0) AS recompile_s, cache_misses, cache_miss_s, runs, models, torch_versions,
            co_filename AS example_path
     FROM agg ORDER BY total_s DESC, compiles DESC, co_name LIMIT ?"""
     return df(con, sql, params + [f.limit])

@@ -78,11 +78,12 @@ def _as_list(v) -> list:
 
 
 def rank_steps(con, f: Filters) -> pd.DataFrame:
-    """Per rank and timed callable: steps, compile-step total and steady median/p90 (ms). Rank 0 is
-    timings.json, rank N timings.rankN.json."""
+    """Per rank and timed callable (and the iteration period, mode 'iteration'): steps, compile-step
+    total and steady median/p90 (ms). Rank N is timings.rankN.json, else the rank the hooks wrote,
+    else 0 (rank 0 writes timings.json)."""
     return df(con, f"""
     WITH {_FILES}
-    SELECT coalesce(fr.name_rank, 0) AS rank, s.callable, s.mode, count(*) AS steps,
+    SELECT coalesce(fr.name_rank, s.rank, 0) AS rank, s.callable, s.mode, count(*) AS steps,
            sum(s.duration_ms) FILTER (WHERE s.phase = 'compile') AS compile_ms,
            median(s.duration_ms) FILTER (WHERE s.phase = 'steady') AS steady_ms,
            quantile_cont(s.duration_ms, 0.9) FILTER (WHERE s.phase = 'steady') AS steady_p90_ms

@@ -38,7 +38,8 @@ ui.table(hot, key="ct_frames", empty="No compiles in these filters (or none matc
          recompiles=ui.count_col("Recompiles"), recompile_s=ui.num_col("In recompiles", "%.1f s"),
          tracing_s=ui.num_col("Tracing", "%.1f s"), aot_s=ui.num_col("AOT", "%.1f s"),
          inductor_s=ui.num_col("Inductor", "%.1f s"), autotune_s=ui.num_col("Autotuning", "%.1f s"),
-         cache_misses=ui.count_col("Cache misses"), runs=ui.count_col("Runs"),
+         cache_misses=ui.count_col("Cache misses"),
+         cache_miss_s=ui.num_col("In cache-missed compiles", "%.1f s"), runs=ui.count_col("Runs"),
          models=ui.text_col("Models"), torch_versions=ui.text_col("Torch versions"))
 
 st.subheader("Runtime linkage: what each compiled callable's steps cost against its compile")

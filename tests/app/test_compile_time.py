@@ -58,6 +58,29 @@ def _compilation_metrics(bundle: Path):
                 yield json.loads(m.group(1))["compilation_metrics"]
 
 
+def _compiles_with_cache_misses(bundle: Path):
+    """(trace file, frame, compile, attempt) of every compile that logged a cache-miss artifact, and
+    every compile's (same key) -> (co_name, base name:line, entire_frame_compile_time_s)."""
+    missed, compiles = set(), {}
+    for name, data in _members(bundle):
+        if "/trace/" not in name:
+            continue
+        for line in data.decode().splitlines():
+            m = _ENVELOPE.match(line)
+            if not m:
+                continue
+            env = json.loads(m.group(1))
+            key = (name, env.get("frame_id"), env.get("frame_compile_id"), env.get("attempt") or 0)
+            art = env.get("artifact")
+            if isinstance(art, dict) and art.get("name", "").endswith("_cache_miss"):
+                missed.add(key)
+            cm = env.get("compilation_metrics")
+            if cm and cm.get("co_name"):
+                compiles[key] = (cm["co_name"], f"{cm['co_filename'].rsplit('/', 1)[-1]}:{cm['co_firstlineno']}",
+                                 cm.get("entire_frame_compile_time_s") or 0)
+    return missed, compiles
+
+
 def test_frame_hotspots_sum_the_logged_compile_times(db):
     expected = defaultdict(lambda: [0, 0.0, 0.0, 0.0])   # (co_name, base name:line) -> n, total, backend, inductor
     for b in BUNDLES:
@@ -81,6 +104,15 @@ def test_frame_hotspots_sum_the_logged_compile_times(db):
         assert row.total_s == pytest.approx(total)
         # phases never exceed the total; tracing is what the backend did not take
         assert row.tracing_s + row.aot_s + row.inductor_s + row.autotune_s <= row.total_s + 1e-9
+    miss_s = defaultdict(float)
+    for b in BUNDLES:
+        missed, compiles = _compiles_with_cache_misses(b)
+        for key in missed & set(compiles):
+            co_name, code, seconds = compiles[key]
+            miss_s[(co_name, code)] += seconds
+    assert miss_s
+    for row in got.itertuples():
+        assert row.cache_miss_s == pytest.approx(miss_s.get((row.co_name, row.code), 0.0)), row.code
     ddp = got[got["code"] == "ddp_train.py:31"].iloc[0]
     # the DDP forward is compiled on both ranks of both runs and recompiled on the diverging rank
     assert (ddp["co_name"], ddp["recompiles"], ddp["runs"]) == ("forward", 1, 2)

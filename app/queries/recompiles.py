@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from app.filters import Filters
-from app.hints import guard_hint
+from review.hints import guard_hint
 from app.queries.common import df, runs_cte
 
 # A storm: the recompile limit was hit, or one function recompiled at least MANY times in a run

@@ -2,7 +2,8 @@
 failures ranked with a fix hint for each category."""
 import streamlit as st
 
-from app import charts, hints, ui
+from app import charts, ui
+from review import hints
 from app.filters import from_params
 from app.queries import recompiles
 

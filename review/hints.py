@@ -1,6 +1,6 @@
 """Concrete fix hints for guard-failure categories (ingest.normalize's ``category`` values).
 
-Kept as data so the recompile page, run detail and compare show the same advice.
+Kept as data so the pages, the report and the gate give the same advice.
 """
 from __future__ import annotations
 

@@ -1,0 +1,290 @@
+"""Noise-aware regression detection: series of per-run values in, verdicts out.
+
+For one model x hardware x metric (x subject, e.g. one compiled callable), the baseline is the
+median M of its runs. Each candidate run c is *flagged* when all three hold:
+
+1. the ratio rule of PyTorch's HUD: c/M beyond the metric's threshold (``Rules``), direction-aware;
+2. c lies outside the baseline runs' own range [min, max];
+3. |c - M| > noise_sigmas * sigma, where sigma is the run-to-run standard deviation pooled over both
+   sides (each side around its own median, so a real shift does not inflate it), and at least the
+   standard error of a run's median from its steps' own spread (IQR) when the store has it.
+
+Two flagged runs in a row make a regression, one makes it suspicious. A lone candidate run (a CI
+job) is judged against the baseline's spread alone: flagged is a regression. Improvements are the
+mirror image. Counts of compile events are exact, so their sigma is usually 0 and any rise past the
+baseline's range counts. Keys (graph breaks, recompiling functions, guard categories, limit hits)
+that no baseline run had are regressions in their own right (``judge_new_keys``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+import numpy as np
+from scipy import stats
+
+from .metrics import Metric, fmt, metric as metric_of
+from .rules import Rules
+
+# verdict statuses, worst first
+REGRESSION, SUSPICIOUS, IMPROVEMENT = "regression", "suspicious", "improvement"
+INSUFFICIENT, DIFFERENT_HARDWARE, UNCHANGED = "insufficient_data", "different_hardware", "unchanged"
+WORSE = (REGRESSION, SUSPICIOUS)
+
+
+@dataclass(frozen=True)
+class RunValue:
+    """One run's value of one metric, with what identifies the run."""
+    run_id: str
+    run_time: datetime | None
+    value: float
+    spread: float | None = None      # within-run spread (IQR of the steps) when the metric has one
+    n: int | None = None             # steps behind the value
+    torch_version: str | None = None
+    label: str | None = None
+    git_commit: str | None = None
+    command: str | None = None
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side's runs and their summary: median, run-to-run sd, range."""
+    runs: tuple[RunValue, ...]
+    median: float | None
+    sigma: float | None
+    low: float | None
+    high: float | None
+
+    @classmethod
+    def of(cls, runs) -> "Side":
+        runs = tuple(sorted(runs, key=lambda r: (r.run_time or datetime.min, r.run_id)))
+        values = np.array([r.value for r in runs], dtype=float)
+        if not len(values):
+            return cls(runs, None, None, None, None)
+        return cls(runs, float(np.median(values)), _sd(values), float(values.min()), float(values.max()))
+
+    @property
+    def run_ids(self) -> list[str]:
+        return [r.run_id for r in self.runs]
+
+    def describe(self, unit: str) -> str:
+        if self.median is None:
+            return "no runs"
+        spread = f", range {fmt(self.low, unit)}–{fmt(self.high, unit)}" if len(self.runs) > 1 else ""
+        return f"median {fmt(self.median, unit)} over {len(self.runs)} run{'s' * (len(self.runs) != 1)}{spread}"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a verdict was reached, in one sentence plus the fields a report or a link needs."""
+    kind: str        # graph_break | recompile | guard_category | limit_hit | runs | cache | hardware | command
+    text: str
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    model: str
+    hardware: str
+    metric: str                       # gate metric name (see metrics.METRICS / NEW_KEY_METRICS)
+    subject: str = ""                 # the compiled callable, bench mode/task, break key, function...
+    kind: str = ""                    # for key verdicts: new_graph_break, new_recompiling_function, ...
+    unit: str = ""
+    direction: str = "lower"
+    baseline: Side | None = None
+    candidate: Side | None = None
+    change: float | None = None       # candidate median / baseline median - 1 (None for keys)
+    flagged: tuple[str, ...] = ()     # candidate runs that crossed the rule
+    summary: str = ""
+    evidence: tuple[Evidence, ...] = ()
+
+    @property
+    def worse(self) -> bool:
+        return self.status in WORSE
+
+    def to_json(self) -> dict:
+        """The gate's JSON item: model, hardware, metric, baseline, candidate, change, evidence, and more."""
+        def side(s: Side | None):
+            if s is None:
+                return None
+            return {"median": s.median, "sigma": s.sigma, "low": s.low, "high": s.high,
+                    "runs": [{"run_id": r.run_id, "value": r.value, "spread": r.spread, "n": r.n,
+                              "torch_version": r.torch_version, "label": r.label, "git_commit": r.git_commit,
+                              "started_at": r.run_time.isoformat() if r.run_time else None} for r in s.runs]}
+        return {"status": self.status, "model": self.model, "hardware": self.hardware, "metric": self.metric,
+                "kind": self.kind or self.metric, "subject": self.subject, "unit": self.unit,
+                "direction": self.direction, "baseline": side(self.baseline), "candidate": side(self.candidate),
+                "change": self.change, "flagged_runs": list(self.flagged), "summary": self.summary,
+                "evidence": [asdict(e) for e in self.evidence]}
+
+
+def _sd(values: np.ndarray) -> float:
+    """Run-to-run standard deviation: sample sd for a few runs, the normal-scaled MAD from five on
+    (one outlier run should not make every other change look like noise)."""
+    if len(values) < 2:
+        return 0.0
+    if len(values) >= 5:
+        return float(stats.median_abs_deviation(values, scale="normal"))
+    return float(np.std(values, ddof=1))
+
+
+def noise_sigma(baseline: Side, candidate: Side) -> float:
+    """sigma of rule 3: pooled run-to-run sd of both sides, and at least a run median's standard
+    error from the steps' own spread (IQR / 1.349 is the steps' sd; the median's error is 1.253 sd / sqrt(n))."""
+    nb, nc = len(baseline.runs), len(candidate.runs)
+    sb, sc = baseline.sigma or 0.0, candidate.sigma or 0.0
+    dof = (nb - 1) + (nc - 1)
+    pooled = math.sqrt(((nb - 1) * sb ** 2 + (nc - 1) * sc ** 2) / dof) if dof > 0 else 0.0
+    within = [1.253 * (r.spread / 1.349) / math.sqrt(r.n) for r in baseline.runs + candidate.runs
+              if r.spread is not None and r.n and r.spread == r.spread and r.n > 0]
+    return max(pooled, float(np.median(within)) if within else 0.0)
+
+
+def _ratio_out(m: Metric, rules: Rules, value: float, base: float) -> tuple[bool, bool]:
+    """(worse, better) by the ratio rule alone."""
+    if m.higher_is_better:
+        lo = rules.min_ratio(m.name) or rules.speedup_min_ratio
+        if base <= 0:
+            return False, False
+        return value < lo * base, value > base / lo
+    hi = rules.max_ratio(m.name)
+    hi = hi if hi is not None else 1.05
+    if base == 0:
+        return value > 0, False
+    return value > hi * base, value < base / hi
+
+
+def flag_runs(m: Metric, rules: Rules, baseline: Side, candidate: Side) -> tuple[list[bool], list[bool]]:
+    """Per candidate run (in time order): flagged worse, flagged better."""
+    sigma = noise_sigma(baseline, candidate)
+    worse, better = [], []
+    for r in candidate.runs:
+        w, b = _ratio_out(m, rules, r.value, baseline.median)
+        outside = r.value > baseline.high or r.value < baseline.low
+        beyond_noise = abs(r.value - baseline.median) > rules.noise_sigmas * sigma
+        worse.append(w and outside and beyond_noise)
+        better.append(b and outside and beyond_noise)
+    return worse, better
+
+
+def _longest_run(flags: list[bool]) -> int:
+    best = cur = 0
+    for f in flags:
+        cur = cur + 1 if f else 0
+        best = max(best, cur)
+    return best
+
+
+def _status(flags: list[bool], rules: Rules) -> tuple[bool, bool]:
+    """(decided, confirmed): any flag, and enough in a row (or the lone candidate run) to confirm."""
+    if not any(flags):
+        return False, False
+    return True, len(flags) == 1 or _longest_run(flags) >= rules.consecutive
+
+
+def judge_values(model: str, hardware: str, metric: str, subject: str, baseline_runs, candidate_runs,
+                 rules: Rules, unit: str | None = None, direction: str | None = None) -> Verdict:
+    """The verdict on one series. Status: regression, suspicious, improvement, insufficient_data or
+    unchanged. Evidence names the runs behind both medians and, for each flagged run, its value."""
+    m = metric_of(metric)
+    if direction and direction != m.direction:
+        m = Metric(m.name, m.label, m.unit, direction, m.kind)
+    unit = unit if unit is not None else m.unit
+    base, cand = Side.of(baseline_runs), Side.of(candidate_runs)
+    common = dict(model=model, hardware=hardware, metric=metric, subject=subject, unit=unit,
+                  direction=m.direction, baseline=base, candidate=cand)
+    need = 1 if m.kind == "count" else rules.min_baseline_runs
+    if base.median is None or cand.median is None or len(base.runs) < need:
+        return Verdict(INSUFFICIENT, **common, summary=(
+            f"{m.label}: {len(base.runs)} baseline run(s), {len(cand.runs)} candidate run(s); "
+            f"needs {need} baseline run(s) to judge"))
+    change = (cand.median / base.median - 1) if base.median else (math.inf if cand.median > 0 else 0.0)
+    worse, better = flag_runs(m, rules, base, cand)
+    w_any, w_confirmed = _status(worse, rules)
+    b_any, b_confirmed = _status(better, rules)
+    if w_any:
+        status = REGRESSION if w_confirmed else SUSPICIOUS
+        flags = worse
+    elif b_confirmed:
+        status, flags = IMPROVEMENT, better
+    else:
+        return Verdict(UNCHANGED, **common, change=change, summary=f"{m.label}: within the rules and the noise")
+    flagged = tuple(r.run_id for r, f in zip(cand.runs, flags) if f)
+    sigma = noise_sigma(base, cand)
+    what = {REGRESSION: "got worse", SUSPICIOUS: "suspicious", IMPROVEMENT: "got better"}[status]
+    how_many = (f"{len(flagged)} of {len(cand.runs)} candidate runs flagged"
+                + (f" ({rules.consecutive} in a row needed)" if status == SUSPICIOUS else ""))
+    summary = (f"{m.label}{f' [{subject}]' if subject else ''} {what}: {fmt(base.median, unit)} → "
+               f"{fmt(cand.median, unit)} ({_pct(change)}); {how_many}; noise ±{fmt(rules.noise_sigmas * sigma, unit)}")
+    evidence = [Evidence("runs", f"baseline {base.describe(unit)}; candidate {cand.describe(unit)}",
+                         {"baseline_runs": base.run_ids, "candidate_runs": cand.run_ids,
+                          "sigma": sigma, "noise_sigmas": rules.noise_sigmas})]
+    for r in cand.runs:
+        if r.run_id in flagged:
+            spread = f" (steps IQR {fmt(r.spread, unit)}, n={r.n})" if r.spread is not None and r.spread == r.spread else ""
+            evidence.append(Evidence("run", f"run {r.run_id[:12]}: {fmt(r.value, unit)}{spread}",
+                                     {"run_id": r.run_id, "value": r.value, "command": r.command}))
+    return Verdict(status, **common, change=change, flagged=flagged, summary=summary, evidence=tuple(evidence))
+
+
+def _pct(change: float | None) -> str:
+    if change is None:
+        return "–"
+    if math.isinf(change):
+        return "new"
+    return f"{100 * change:+.1f}%"
+
+
+@dataclass(frozen=True)
+class KeyRule:
+    kind: str          # new_graph_break | new_recompiling_function | new_guard_category | new_limit_hit
+    metric: str        # the gate metric it counts under
+    noun: str
+
+
+KEY_RULES = {
+    "new_graph_break": KeyRule("new_graph_break", "new_graph_break", "graph break"),
+    "new_recompiling_function": KeyRule("new_recompiling_function", "recompiles", "recompiling function"),
+    "new_guard_category": KeyRule("new_guard_category", "recompiles", "guard-failure category"),
+    "new_limit_hit": KeyRule("new_limit_hit", "limit_hits", "recompile-limit hit"),
+}
+
+
+def judge_new_keys(kind: str, model: str, hardware: str, baseline_ids: list[str], candidate_ids: list[str],
+                   keys, rules: Rules, describe) -> list[Verdict]:
+    """Keys the candidate runs had and no baseline run had (regressions; suspicious when fewer than
+    `consecutive` candidate runs in a row had it, unless there is one candidate run), and keys every
+    baseline run had and no candidate run has (improvements). ``keys`` is a frame with run_id, key,
+    count and the evidence columns; ``describe(rows) -> Evidence`` words one key's evidence."""
+    rule = KEY_RULES[kind]
+    if not baseline_ids or not candidate_ids:
+        return []
+    base_keys = keys[keys["run_id"].isin(baseline_ids)]
+    cand_keys = keys[keys["run_id"].isin(candidate_ids)]
+    seen_before = set(base_keys["key"])
+    out = []
+    for key, rows in cand_keys.groupby("key", sort=True):
+        if key in seen_before:
+            continue
+        present = [rid in set(rows["run_id"]) for rid in candidate_ids]
+        confirmed = len(candidate_ids) == 1 or _longest_run(present) >= rules.consecutive
+        status = REGRESSION if confirmed else SUSPICIOUS
+        per_run = rows["count"].sum() / len(candidate_ids)
+        ev = describe(rows)
+        out.append(Verdict(status, model, hardware, rule.metric, subject=str(key), kind=kind, unit="",
+                           direction="lower", change=None,
+                           flagged=tuple(r for r, p in zip(candidate_ids, present) if p),
+                           summary=f"new {rule.noun}: {ev.text} — in {sum(present)} of {len(candidate_ids)} "
+                                   f"candidate runs ({per_run:.1f} per run), in none of {len(baseline_ids)} baseline runs",
+                           evidence=(ev,)))
+    cand_seen = set(cand_keys["key"])
+    for key, rows in base_keys.groupby("key", sort=True):
+        if key in cand_seen or rows["run_id"].nunique() < len(baseline_ids):
+            continue
+        ev = describe(rows)
+        out.append(Verdict(IMPROVEMENT, model, hardware, rule.metric, subject=str(key), kind=kind.replace("new_", "fixed_"),
+                           summary=f"{rule.noun} gone: {ev.text} — in all {len(baseline_ids)} baseline runs, "
+                                   f"none of {len(candidate_ids)} candidate runs", evidence=(ev,)))
+    return out

@@ -1,0 +1,68 @@
+"""The gate's metrics: name, unit, which direction is better, and how a run's values are judged.
+
+The per-run values come from the store (``series``); this table says how to read them. A metric's
+``kind`` picks the rule in ``detect``: timings and memory move with noise and are judged by ratio and
+spread; counts of compile events are exact per run, so any rise beyond the baseline's own range counts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str
+    unit: str          # "x", "ms", "s", "bytes", "" (a count), "ratio"
+    direction: str     # "higher" or "lower" is better
+    kind: str          # "timing" | "count" | "info" (shown, never gated)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.direction == "higher"
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("speedup", "Speedup (compiled over eager)", "x", "higher", "timing"),
+    Metric("step_time", "Step time (compiled callable, steady)", "ms", "lower", "timing"),
+    Metric("iteration_time", "Iteration time (training step, end to end)", "ms", "lower", "timing"),
+    Metric("compile_time", "Compile time (incl. recompiles)", "s", "lower", "timing"),
+    Metric("peak_memory", "Peak memory", "bytes", "lower", "timing"),
+    Metric("graph_breaks", "Graph breaks", "", "lower", "count"),
+    Metric("recompiles", "Recompiles", "", "lower", "count"),
+    Metric("limit_hits", "Recompile-limit hits", "", "lower", "count"),
+    Metric("failures", "Failed compiles", "", "lower", "count"),
+    Metric("cache_hit_rate", "Compile-cache hit rate", "ratio", "higher", "info"),
+)}
+
+# Verdicts on keys rather than on values: a graph break, a recompiling function, a guard category or
+# a limit hit that the baseline never had. Their metric names are the JSON's `metric` field.
+NEW_KEY_METRICS = {
+    "new_graph_break": "graph_breaks",
+    "new_recompiling_function": "recompiles",
+    "new_guard_category": "recompiles",
+    "new_limit_hit": "limit_hits",
+}
+
+
+def metric(name: str) -> Metric:
+    """The catalogue entry; a metric the catalogue does not know (a newer store) is a lower-is-better
+    timing, shown but judged only by the generic ratio rule."""
+    return METRICS.get(name) or Metric(name, name.replace("_", " "), "", "lower", "info")
+
+
+def fmt(value, unit: str) -> str:
+    """A value with its unit, for verdict sentences and the report."""
+    if value is None or value != value:
+        return "–"
+    if unit == "x":
+        return f"{value:.3f}x"
+    if unit == "ms":
+        return f"{value:,.2f} ms"
+    if unit == "s":
+        return f"{value:,.2f} s"
+    if unit == "bytes":
+        return f"{value / 2**20:,.1f} MiB"
+    if unit == "ratio":
+        return f"{100 * value:.0f}%"
+    return f"{value:,.1f}" if value != int(value) else f"{int(value):,}"

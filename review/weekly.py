@@ -1,0 +1,333 @@
+"""One review: the two sides' runs, every verdict with its evidence, the change points, and the
+hotspots and storms of the candidate, grouped by model and hardware (never across hardware)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import PurePath
+
+import pandas as pd
+
+from . import series as S
+from .baseline import Sides, Spec, Window, resolve_sides, spec_where, window_where
+from .changepoints import ChangePoint, change_points
+from .detect import (IMPROVEMENT, INSUFFICIENT, REGRESSION, SUSPICIOUS, UNCHANGED, Evidence, RunValue, Verdict,
+                     judge_new_keys, judge_values)
+from .hints import LIMIT_HINT, guard_hint
+from .metrics import METRICS
+from .rules import Rules
+
+GATED = [name for name, m in METRICS.items() if m.kind != "info"]
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something the review could not judge, and why (different hardware, no baseline)."""
+    kind: str      # different_hardware | no_baseline
+    model: str
+    hardware: str
+    text: str
+
+
+@dataclass
+class Review:
+    baseline: str
+    candidate: str
+    rules: Rules
+    baseline_runs: pd.DataFrame
+    candidate_runs: pd.DataFrame
+    verdicts: list[Verdict]
+    changepoints: list[ChangePoint]
+    notes: list[Note]
+    values: pd.DataFrame          # long: run_id, side, model, hardware, metric, subject, value, run_time, ...
+    hotspots: pd.DataFrame = field(default_factory=pd.DataFrame)
+    storms: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def having(self, *statuses: str) -> list[Verdict]:
+        order = {REGRESSION: 0, SUSPICIOUS: 1, IMPROVEMENT: 2}
+        return sorted((v for v in self.verdicts if v.status in statuses),
+                      key=lambda v: (order.get(v.status, 9), v.model, v.hardware, v.metric, -_size(v)))
+
+    @property
+    def regressions(self) -> list[Verdict]:
+        return self.having(REGRESSION)
+
+    @property
+    def suspicious(self) -> list[Verdict]:
+        return self.having(SUSPICIOUS)
+
+    @property
+    def improvements(self) -> list[Verdict]:
+        return self.having(IMPROVEMENT)
+
+    @property
+    def insufficient(self) -> list[Verdict]:
+        return self.having(INSUFFICIENT)
+
+    def per_model(self) -> pd.DataFrame:
+        """One row per model x hardware: runs on each side and a count of verdicts by status."""
+        rows = []
+        groups = sorted(set(zip(self.candidate_runs.get("model", []), self.candidate_runs.get("hardware", []))))
+        for model, hw in groups:
+            vs = [v for v in self.verdicts if v.model == model and v.hardware == hw]
+            b = self.baseline_runs
+            rows.append({"model": model, "hardware": hw,
+                         "baseline_runs": int(((b["model"] == model) & (b["hardware"] == hw)).sum()) if len(b) else 0,
+                         "candidate_runs": int(((self.candidate_runs["model"] == model)
+                                                & (self.candidate_runs["hardware"] == hw)).sum()),
+                         "regressions": sum(v.status == REGRESSION for v in vs),
+                         "suspicious": sum(v.status == SUSPICIOUS for v in vs),
+                         "improvements": sum(v.status == IMPROVEMENT for v in vs),
+                         "worse": "; ".join(sorted({v.metric for v in vs if v.status == REGRESSION}))})
+        return pd.DataFrame(rows)
+
+    def to_json(self) -> dict:
+        def num(x):
+            return None if x is None or (isinstance(x, float) and (math.isnan(x) or math.isinf(x))) else x
+
+        def item(v: Verdict) -> dict:
+            d = v.to_json()
+            d["change"] = "new" if v.change is not None and math.isinf(v.change) else num(v.change)
+            if d["change"] is None and v.kind.startswith("new_"):
+                d["change"] = "new"
+            return d
+        return {"baseline": self.baseline, "candidate": self.candidate,
+                "baseline_runs": len(self.baseline_runs), "candidate_runs": len(self.candidate_runs),
+                "regressions": [item(v) for v in self.regressions],
+                "suspicious": [item(v) for v in self.suspicious],
+                "improvements": [item(v) for v in self.improvements],
+                "insufficient_data": [item(v) for v in self.insufficient],
+                "changepoints": [c.to_json() for c in self.changepoints],
+                "notes": [vars(n) for n in self.notes],
+                "rules": vars(self.rules)}
+
+
+def _size(v: Verdict) -> float:
+    if v.change is None:
+        return 0.0
+    return 1e9 if math.isinf(v.change) else abs(v.change)
+
+
+def _run_value(row, value_row=None) -> RunValue:
+    def s(x):
+        return None if x is None or (not isinstance(x, str) and pd.isna(x)) else x
+    t = row["run_time"]
+    return RunValue(
+        run_id=row["run_id"], run_time=None if pd.isna(t) else pd.Timestamp(t).to_pydatetime(),
+        value=float(value_row["value"]) if value_row is not None else 0.0,
+        spread=None if value_row is None or pd.isna(value_row["spread"]) else float(value_row["spread"]),
+        n=None if value_row is None or pd.isna(value_row["n"]) else int(value_row["n"]),
+        torch_version=s(row["torch_version"]), label=s(row["label"]), git_commit=s(row["git_commit"]),
+        command=s(row["command"]))
+
+
+def _where(p: str) -> str:
+    return PurePath(p).name if isinstance(p, str) and p else "?"
+
+
+def _describe_break(rows: pd.DataFrame) -> Evidence:
+    r = rows.iloc[0]
+    what = r["gb_type"] if isinstance(r["gb_type"], str) and r["gb_type"] else (r["reason"] or "graph break")
+    line = "" if pd.isna(r["user_line"]) else f":{int(r['user_line'])}"
+    text = f"{what} at {_where(r['user_file'])}{line}"
+    return Evidence("graph_break", text, {
+        "break_key": r["key"], "gb_type": None if pd.isna(r["gb_type"]) else r["gb_type"],
+        "reason": None if pd.isna(r["raw_reason"]) else r["raw_reason"],
+        "user_file": None if pd.isna(r["user_file"]) else r["user_file"],
+        "user_line": None if pd.isna(r["user_line"]) else int(r["user_line"]),
+        "user_function": None if pd.isna(r["user_function"]) else r["user_function"],
+        "hints": None if pd.isna(r["hints"]) else r["hints"]})
+
+
+def _describe_recompile(rows: pd.DataFrame) -> Evidence:
+    r = rows.iloc[0]
+    where = "" if pd.isna(r["line"]) else f" ({_where(r['file'])}:{int(r['line'])})"
+    guard = r["guard"] if isinstance(r["guard"], str) else "?"
+    return Evidence("recompile", f"{r['key']}{where} recompiled; failed guard: {guard}", {
+        "function": r["key"], "file": None if pd.isna(r["file"]) else r["file"],
+        "line": None if pd.isna(r["line"]) else int(r["line"]), "guard": guard,
+        "category": None if pd.isna(r["category"]) else r["category"],
+        "hint": guard_hint(None if pd.isna(r["category"]) else r["category"])})
+
+
+def _describe_guard(rows: pd.DataFrame) -> Evidence:
+    r = rows.iloc[0]
+    return Evidence("guard_category", f"{r['key']} guard failures, e.g. {r['function']}: {r['guard']}", {
+        "category": r["key"], "function": r["function"], "guard": r["guard"], "hint": guard_hint(r["key"])})
+
+
+def _describe_limit(rows: pd.DataFrame) -> Evidence:
+    r = rows.iloc[0]
+    lim = f"{r['limit_name']} ({int(r['limit_value'])})" if not pd.isna(r["limit_value"]) else str(r["limit_name"])
+    return Evidence("limit_hit", f"{r['function']} hit {lim}", {
+        "function": r["function"], "limit_name": r["limit_name"], "reason": r["reason"], "hint": LIMIT_HINT})
+
+
+KEY_SOURCES = (("new_graph_break", S.break_keys, _describe_break),
+               ("new_recompiling_function", S.recompile_keys, _describe_recompile),
+               ("new_guard_category", S.guard_category_keys, _describe_guard),
+               ("new_limit_hit", S.limit_keys, _describe_limit))
+
+
+def pick_runs(con, sides: Sides, since: timedelta, models=(), hardware=()) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(baseline runs, candidate runs) as frames of the runs relation. A run on both sides counts
+    as candidate. With a candidate SPEC and no baseline, the baseline is the `since` before the
+    candidate's first run."""
+    extra, extra_params = [], []
+    if models:
+        extra.append("list_contains(?::VARCHAR[], rv.model)"); extra_params.append(list(models))
+    if hardware:
+        extra.append("list_contains(?::VARCHAR[], rv.hardware)"); extra_params.append(list(hardware))
+
+    def select(spec: Spec, window: Window) -> pd.DataFrame:
+        w1, p1 = spec_where(spec)
+        w2, p2 = window_where(window)
+        return S.select_runs(con, " AND ".join([w1, w2] + extra), p1 + p2 + extra_params)
+
+    cand = select(sides.candidate, sides.candidate_window)
+    if sides.candidate and not sides.baseline and len(cand):
+        first = pd.Timestamp(cand["run_time"].min()).to_pydatetime()
+        base = select(Spec(), Window(first - since, first))
+    else:
+        base = select(sides.baseline, sides.baseline_window)
+    base = base[~base["run_id"].isin(set(cand["run_id"]))]
+    return base.reset_index(drop=True), cand.reset_index(drop=True)
+
+
+def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timedelta = timedelta(days=7),
+           rules: Rules | None = None, pinned: Spec | None = None, models=(), hardware=(),
+           with_changepoints: bool = True) -> Review:
+    """Judge every metric and key of every model x hardware the candidate ran, against the baseline
+    runs on the same hardware. See ``baseline`` for what the SPECs and windows select."""
+    rules = rules or Rules()
+    sides = resolve_sides(baseline, candidate, since, S.newest_run_time(con), pinned)
+    base, cand = pick_runs(con, sides, since, models, hardware)
+    desc_b, desc_c = sides.describe()
+    all_runs = pd.concat([base.assign(side="baseline"), cand.assign(side="candidate")], ignore_index=True)
+    values = S.run_values(con, list(all_runs["run_id"])) if len(all_runs) else pd.DataFrame(columns=S.METRIC_COLUMNS)
+    values = values.merge(all_runs, on="run_id", how="inner")
+    verdicts: list[Verdict] = []
+    notes: list[Note] = []
+    cps: list[ChangePoint] = []
+    hit_rate = dict(values.loc[values["metric"] == "cache_hit_rate", ["run_id", "value"]].itertuples(index=False))
+    keys = {kind: fn(con, list(all_runs["run_id"])) for kind, fn, _ in KEY_SOURCES} if len(all_runs) else {}
+
+    for (model, hw), c_runs in cand.groupby(["model", "hardware"], sort=True):
+        b_runs = base[(base["model"] == model) & (base["hardware"] == hw)]
+        if b_runs.empty:
+            others = sorted(set(base.loc[base["model"] == model, "hardware"]))
+            if others:
+                notes.append(Note("different_hardware", model, hw,
+                                  f"{model}: the candidate ran on {hw}, the baseline only on {', '.join(others)}; "
+                                  f"not compared (a speedup or a step time is only comparable on the same hardware)"))
+            else:
+                notes.append(Note("no_baseline", model, hw, f"{model} on {hw}: no baseline runs to compare with"))
+            continue
+        b_ids, c_ids = list(b_runs["run_id"]), list(c_runs["run_id"])
+        v = values[(values["model"] == model) & (values["hardware"] == hw) & values["metric"].isin(GATED)]
+        for (metric, subject), rows in v.groupby(["metric", "subject"], sort=True):
+            by_run = {r["run_id"]: r for _, r in rows.iterrows()}
+            b_vals = [_run_value(r, by_run[r["run_id"]]) for _, r in b_runs.iterrows() if r["run_id"] in by_run]
+            c_vals = [_run_value(r, by_run[r["run_id"]]) for _, r in c_runs.iterrows() if r["run_id"] in by_run]
+            if not c_vals:
+                continue
+            unit = rows["unit"].iloc[0] if "unit" in rows and isinstance(rows["unit"].iloc[0], str) else None
+            direction = rows["direction"].iloc[0] if isinstance(rows["direction"].iloc[0], str) else None
+            verdict = judge_values(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction)
+            if metric == "compile_time" and verdict.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT):
+                verdict = _with_cache(verdict, hit_rate, rules)
+            if verdict.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT):
+                verdict = _with_command(verdict)
+            verdicts.append(verdict)
+            if with_changepoints and len(b_vals) + len(c_vals) >= 2 * rules.changepoint_min_size:
+                cps += change_points(model, hw, metric, subject, b_vals + c_vals, rules, unit, hit_rate)
+        for kind, _, describe in KEY_SOURCES:
+            k = keys[kind]
+            verdicts += [_with_command(x) if x.worse else x
+                         for x in judge_new_keys(kind, model, hw, b_ids, c_ids, k[k["run_id"].isin(b_ids + c_ids)],
+                                                 rules, describe)]
+    _attach_runs(verdicts, all_runs)
+    return Review(desc_b, desc_c, rules, base, cand, verdicts, cps, notes, values,
+                  hotspots=_hotspots(keys, cand), storms=_storms(keys, cand))
+
+
+def _with_cache(v: Verdict, hit_rate: dict[str, float], rules: Rules) -> Verdict:
+    """Say whether the compile caches hit on each side; a rise explained by a cold cache is suspicious."""
+    import dataclasses
+    hb = [hit_rate[r] for r in v.baseline.run_ids if r in hit_rate]
+    hc = [hit_rate[r] for r in v.candidate.run_ids if r in hit_rate]
+    if not hb and not hc:
+        text = "no compile-cache events in these runs' traces"
+    else:
+        mb = sum(hb) / len(hb) if hb else None
+        mc = sum(hc) / len(hc) if hc else None
+        text = (f"compile caches hit {'–' if mb is None else f'{100 * mb:.0f}%'} in the baseline, "
+                f"{'–' if mc is None else f'{100 * mc:.0f}%'} in the candidate")
+        if v.status == REGRESSION and mb is not None and mc is not None and mb - mc > rules.cold_cache_drop:
+            text += ": a cold cache, not a code regression"
+            v = dataclasses.replace(v, status=SUSPICIOUS, summary=v.summary + " (cold compile cache)")
+    return dataclasses.replace(v, evidence=v.evidence + (Evidence("cache", text, {"baseline": hb, "candidate": hc}),))
+
+
+def _with_command(v: Verdict) -> Verdict:
+    import dataclasses
+    runs = v.candidate.runs if v.candidate else ()
+    pick = [r for r in runs if r.run_id in v.flagged] or list(runs)
+    if pick and pick[-1].command:
+        return dataclasses.replace(v, evidence=v.evidence + (
+            Evidence("command", pick[-1].command, {"run_id": pick[-1].run_id}),))
+    return v
+
+
+def _attach_runs(verdicts: list[Verdict], all_runs: pd.DataFrame) -> None:
+    """Key verdicts carry their runs (value = occurrences) like value verdicts do, for the JSON."""
+    import dataclasses
+    from .detect import Side
+    by_id = {r["run_id"]: r for _, r in all_runs.iterrows()}
+    for i, v in enumerate(verdicts):
+        if v.baseline is not None or not v.kind:
+            continue
+        b = [_run_value(by_id[r]) for r in all_runs.loc[(all_runs["side"] == "baseline") & (all_runs["model"] == v.model)
+                                                        & (all_runs["hardware"] == v.hardware), "run_id"]]
+        c = [_run_value(by_id[r]) for r in all_runs.loc[(all_runs["side"] == "candidate") & (all_runs["model"] == v.model)
+                                                        & (all_runs["hardware"] == v.hardware), "run_id"]]
+        c = [dataclasses.replace(x, value=1.0 if x.run_id in v.flagged else 0.0) for x in c]
+        if v.status == IMPROVEMENT:
+            b = [dataclasses.replace(x, value=1.0) for x in b]
+        verdicts[i] = dataclasses.replace(v, baseline=Side.of(b), candidate=Side.of(c))
+        if verdicts[i].worse:
+            verdicts[i] = _with_command(verdicts[i])
+
+
+def _hotspots(keys: dict, cand: pd.DataFrame, top: int = 10) -> pd.DataFrame:
+    """The candidate's most frequent graph breaks: what, where, count, runs, hints."""
+    k = keys.get("new_graph_break")
+    if k is None or k.empty:
+        return pd.DataFrame(columns=["what", "where", "count", "runs", "models", "hints"])
+    k = k[k["run_id"].isin(set(cand["run_id"]))].merge(cand[["run_id", "model"]], on="run_id")
+    if k.empty:
+        return pd.DataFrame(columns=["what", "where", "count", "runs", "models", "hints"])
+    g = k.groupby("key").agg(count=("count", "sum"), runs=("run_id", "nunique"), models=("model", "nunique"),
+                             gb_type=("gb_type", "first"), reason=("reason", "first"), user_file=("user_file", "first"),
+                             user_line=("user_line", "first"), hints=("hints", "first"))
+    g = g.sort_values(["count", "runs"], ascending=False).head(top).reset_index()
+    g["what"] = [t if isinstance(t, str) and t else r for t, r in zip(g["gb_type"], g["reason"])]
+    g["where"] = [f"{_where(f)}:{int(ln)}" if isinstance(f, str) and not pd.isna(ln) else ""
+                  for f, ln in zip(g["user_file"], g["user_line"])]
+    return g[["what", "where", "count", "runs", "models", "hints", "key"]]
+
+
+def _storms(keys: dict, cand: pd.DataFrame, top: int = 10) -> pd.DataFrame:
+    """The candidate's most recompiling functions: recompiles per run, the failed guard, its fix hint."""
+    k = keys.get("new_recompiling_function")
+    if k is None or k.empty:
+        return pd.DataFrame(columns=["function", "model", "recompiles", "runs", "guard", "category", "hint"])
+    k = k[k["run_id"].isin(set(cand["run_id"]))].merge(cand[["run_id", "model"]], on="run_id")
+    if k.empty:
+        return pd.DataFrame(columns=["function", "model", "recompiles", "runs", "guard", "category", "hint"])
+    g = k.groupby(["key", "model"]).agg(recompiles=("count", "sum"), runs=("run_id", "nunique"),
+                                        guard=("guard", "first"), category=("category", "first")).reset_index()
+    g = g.sort_values("recompiles", ascending=False).head(top).rename(columns={"key": "function"})
+    g["hint"] = [guard_hint(c if isinstance(c, str) else None) for c in g["category"]]
+    return g.reset_index(drop=True)

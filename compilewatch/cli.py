@@ -148,33 +148,111 @@ def cmd_summarize(args) -> int:
     return 1 if (args.strict and summary["errors"]) else 0
 
 
-@command("check", "exit 1 when graph breaks / recompiles exceed limits (a CI gate)",
-         arg("paths", nargs="+"),
+SPEC_HELP = ("KEY=VALUE, repeatable or comma-separated; KEY: label, torch, commit, run, hardware, model "
+             "(same key twice: either value; different keys: both)")
+
+
+@command("check", "a CI gate: exit 1 when the candidate got worse than the baseline, or exceeds absolute limits",
+         arg("paths", nargs="*", help="logs or bundles: with --baseline they are ingested and are the candidate; "
+                                     "alone they are checked against the --max-* limits without storing"),
+         db_arg(),
+         arg("--baseline", action="append", metavar="SPEC", help=f"the baseline runs: {SPEC_HELP}"),
+         arg("--candidate", action="append", metavar="SPEC", help="the candidate runs (SPEC as --baseline)"),
+         arg("--since", default="7d", help="window for a side given by no SPEC (default %(default)s)"),
+         arg("--json", action="store_true", help="one JSON object on stdout with a `regressions` list"),
          arg("--max-graph-breaks", type=int, help="most graph breaks allowed"),
          arg("--max-recompiles", type=int, help="most recompiles allowed"),
          arg("--max-limit-hits", type=int, help="most recompile-limit hits allowed"),
          arg("--max-failures", type=int, help="most failed compiles allowed"),
          arg("--max-errors", type=int, help="most unparsable lines allowed"))
 def cmd_check(args) -> int:
-    from ingest.summary import summarize
+    from ingest.errors import InputError
 
-    s = summarize(args.paths)
-    problems = []
     limits = [("graph_breaks", args.max_graph_breaks, "graph breaks"), ("recompiles", args.max_recompiles, "recompiles"),
               ("limit_hits", args.max_limit_hits, "recompile-limit hits"), ("failures", args.max_failures, "failed compiles"),
               ("errors", args.max_errors, "unparsable lines")]
-    for key, limit, words in limits:
-        if limit is not None and s[key] > limit:
-            problems.append(f"{s[key]} {words} > allowed {limit}")
+    compare = bool(args.baseline or args.candidate)
+    if not args.paths and not compare:
+        raise InputError("nothing to check", "give --baseline SPEC --candidate SPEC (or candidate paths), "
+                                             "or log paths with --max-* limits")
+    problems: list[str] = []
+    summary = None
+    if args.paths and (any(limit is not None for _, limit, _ in limits) or not compare):
+        from ingest.summary import summarize
+
+        missing = [p for p in args.paths if not os.path.exists(p)]
+        if missing:
+            raise InputError(f"no such file or folder: {', '.join(missing)}", "check the paths given to check")
+        summary = summarize(args.paths)
+        for key, limit, words in limits:
+            if limit is not None and summary[key] > limit:
+                problems.append(f"{summary[key]} {words} > allowed {limit}")
+    result = None
+    if compare:
+        from ingest.store import Store
+        from review.gate import run_review
+
+        result = run_review(Store.open(args.db), args.baseline, args.candidate, args.since,
+                            candidate_paths=args.paths or None, require_sides=True)
+    failed = bool(problems) or bool(result and result.regressions)
+    if args.json:
+        out = result.to_json() if result else {"regressions": []}
+        out["limits"] = {"exceeded": problems, "summary": summary}
+        out["status"] = "failed" if failed else "passed"
+        print(json.dumps(out, indent=2, default=str))
+        return 1 if failed else 0
     if problems:
         print("compilewatch check FAILED: " + "; ".join(problems))
-        if s["recompiled_functions"]:
-            print("  most recompiled: " + ", ".join(f"{k} x{v}" for k, v in list(s["recompiled_functions"].items())[:5]))
-        if s["guard_failures"]:
-            print("  guard failures: " + ", ".join(f"{k} x{v}" for k, v in s["guard_failures"].items()))
-        return 1
-    print(f"compilewatch check passed: {s['graph_breaks']} graph breaks, {s['recompiles']} recompiles, "
-          f"{s['limit_hits']} limit hits in {s['files']} file(s)")
+        if summary["recompiled_functions"]:
+            print("  most recompiled: " + ", ".join(f"{k} x{v}" for k, v in list(summary["recompiled_functions"].items())[:5]))
+        if summary["guard_failures"]:
+            print("  guard failures: " + ", ".join(f"{k} x{v}" for k, v in summary["guard_failures"].items()))
+    elif summary is not None:
+        print(f"compilewatch check: limits passed: {summary['graph_breaks']} graph breaks, {summary['recompiles']} "
+              f"recompiles, {summary['limit_hits']} limit hits in {summary['files']} file(s)")
+    if result is not None:
+        print(f"candidate: {result.candidate} ({len(result.candidate_runs)} runs) · "
+              f"baseline: {result.baseline} ({len(result.baseline_runs)} runs)")
+        for title, items in (("REGRESSION", result.regressions), ("suspicious", result.suspicious),
+                             ("better", result.improvements)):
+            for v in items:
+                print(f"  {title:<10} {v.model} · {v.hardware} · {v.summary}")
+                for e in v.evidence:
+                    print(f"             {e.kind}: {e.text}")
+        for n in result.notes:
+            print(f"  not compared: {n.text}")
+        print(f"compilewatch check {'FAILED' if failed else 'passed'}: {len(result.regressions)} regression(s), "
+              f"{len(result.suspicious)} suspicious, {len(result.improvements)} improvement(s)")
+    return 1 if failed else 0
+
+
+@command("report", "write the weekly review (what got worse or better, since when, and why) as HTML or Markdown",
+         db_arg(),
+         arg("--since", default="7d", help="the candidate window up to the newest run, and the baseline "
+                                           "window before it, when no SPEC names them (default %(default)s)"),
+         arg("--baseline", action="append", metavar="SPEC", help=f"the baseline runs: {SPEC_HELP}"),
+         arg("--candidate", action="append", metavar="SPEC", help="the candidate runs (SPEC as --baseline)"),
+         arg("--out", required=True, help="the report file: FILE.html (self-contained, charts inline) or FILE.md"))
+def cmd_report(args) -> int:
+    from pathlib import Path
+
+    from ingest.store import Store
+    from review import report
+    from review.errors import SpecError
+    from review.gate import run_review
+
+    out = Path(args.out)
+    if out.suffix.lower() not in (".html", ".htm", ".md", ".markdown"):
+        raise SpecError(f"cannot tell the report format from '{args.out}'", "name the file *.html or *.md")
+    if not out.parent.exists():
+        raise SpecError(f"no folder {out.parent} for the report", "create it or write the report elsewhere")
+    store = Store.open(args.db)
+    result = run_review(store, args.baseline, args.candidate, args.since)
+    out.write_text(report.render(result, out.name), encoding="utf-8")
+    print(f"{out}: {len(result.regressions)} regression(s), {len(result.suspicious)} suspicious, "
+          f"{len(result.improvements)} improvement(s), {len(result.changepoints)} change point(s) · "
+          f"candidate {result.candidate} ({len(result.candidate_runs)} runs), "
+          f"baseline {result.baseline} ({len(result.baseline_runs)} runs)")
     return 0
 
 

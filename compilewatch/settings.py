@@ -69,6 +69,42 @@ SETTINGS: tuple[Setting, ...] = (
         "bootstrap", "COMPILEWATCH_BOOTSTRAP", "1",
         "Set to 0 to skip ingesting sample_logs on first start (an empty database then shows how to add data).",
     ),
+    # -- the weekly review's detection (review/rules.py reads these; README lists them) --------------
+    Setting(
+        "review_baseline", "COMPILEWATCH_REVIEW_BASELINE", "",
+        "A pinned baseline SPEC (e.g. label=release-1.4,torch=2.13) used by the report, the Overview and "
+        "`check` when no --baseline is given; empty: the window before the candidate's.",
+    ),
+    Setting("review_speedup_min_ratio", "COMPILEWATCH_REVIEW_SPEEDUP_MIN_RATIO", "0.95",
+            "A run is flagged when its speedup falls below this fraction of the baseline median."),
+    Setting("review_compile_time_max_ratio", "COMPILEWATCH_REVIEW_COMPILE_TIME_MAX_RATIO", "1.15",
+            "A run is flagged when its compile time exceeds the baseline median by this factor."),
+    Setting("review_step_time_max_ratio", "COMPILEWATCH_REVIEW_STEP_TIME_MAX_RATIO", "1.05",
+            "A run is flagged when a compiled callable's steady step time exceeds the baseline median by this factor."),
+    Setting("review_iteration_time_max_ratio", "COMPILEWATCH_REVIEW_ITERATION_TIME_MAX_RATIO", "1.05",
+            "A run is flagged when its iteration (training-step) period exceeds the baseline median by this factor."),
+    Setting("review_peak_memory_max_ratio", "COMPILEWATCH_REVIEW_PEAK_MEMORY_MAX_RATIO", "1.05",
+            "A run is flagged when its peak memory exceeds the baseline median by this factor."),
+    Setting("review_count_max_ratio", "COMPILEWATCH_REVIEW_COUNT_MAX_RATIO", "1.0",
+            "Graph breaks, recompiles, limit hits, failures: the factor over the baseline median a run may "
+            "reach (1.0: any rise past the baseline runs' range is flagged)."),
+    Setting("review_noise_sigmas", "COMPILEWATCH_REVIEW_NOISE_SIGMAS", "3",
+            "A change smaller than this many run-to-run standard deviations (pooled over both sides, and at "
+            "least a run median's error from its steps' spread) is noise and never reported."),
+    Setting("review_consecutive", "COMPILEWATCH_REVIEW_CONSECUTIVE", "2",
+            "Flagged candidate runs in a row that make a regression; fewer make it suspicious. A lone "
+            "candidate run (a CI job) is judged against the baseline's spread alone."),
+    Setting("review_min_baseline_runs", "COMPILEWATCH_REVIEW_MIN_BASELINE_RUNS", "2",
+            "Baseline runs needed to judge a timing; fewer give 'insufficient data' (counts need one run)."),
+    Setting("review_cold_cache_drop", "COMPILEWATCH_REVIEW_COLD_CACHE_DROP", "0.25",
+            "A compile-time rise whose candidate hit the compile caches this much less often (0..1) than the "
+            "baseline is put down to a cold cache: suspicious, not a regression."),
+    Setting("review_changepoint_max_pvalue", "COMPILEWATCH_REVIEW_CHANGEPOINT_MAX_PVALUE", "0.05",
+            "Significance level of the Welch t-test that confirms each change point."),
+    Setting("review_changepoint_penalty", "COMPILEWATCH_REVIEW_CHANGEPOINT_PENALTY", "3",
+            "ruptures PELT penalty (times log n) on the noise-normalised series; higher finds fewer change points."),
+    Setting("review_changepoint_min_size", "COMPILEWATCH_REVIEW_CHANGEPOINT_MIN_SIZE", "2",
+            "Fewest runs on either side of a change point."),
 )
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 

@@ -5,15 +5,20 @@ median M of its runs. Each candidate run c is *flagged* when all three hold:
 
 1. the ratio rule of PyTorch's HUD: c/M beyond the metric's threshold (``Rules``), direction-aware;
 2. c lies outside the baseline runs' own range [min, max];
-3. |c - M| > noise_sigmas * sigma, where sigma is the run-to-run standard deviation pooled over both
-   sides (each side around its own median, so a real shift does not inflate it), and at least the
-   standard error of a run's median from its steps' own spread (IQR) when the store has it.
+3. |c - M| > noise_sigmas * s, where s is the run-to-run standard deviation pooled over both sides
+   (each side around its own median, so a real shift does not inflate it), and at least
+   ``noise_sigmas`` standard errors of a run's median from its steps' own spread (IQR).
 
 Two flagged runs in a row make a regression, one makes it suspicious. A lone candidate run (a CI
-job) is judged against the baseline's spread alone: flagged is a regression. Improvements are the
-mirror image. Counts of compile events are exact, so their sigma is usually 0 and any rise past the
-baseline's range counts. Keys (graph breaks, recompiling functions, guard categories, limit hits)
-that no baseline run had are regressions in their own right (``judge_new_keys``).
+job) has no second run to confirm it, so it is judged against the baseline's spread more strictly:
+it is a regression only when it also lies outside the baseline's prediction interval, |c - M| >
+t * s_b * sqrt(1 + 1/n_b) with t the Student-t quantile (n_b - 1 degrees of freedom) of the coverage
+``noise_sigmas`` has under normal noise (3: 99.73%); otherwise suspicious. Few baseline runs make
+that interval wide, as they should: two runs 10% apart cannot say much about a third. Improvements
+are the mirror image and are only reported when confirmed. Counts of compile events are exact, so
+their s is usually 0 and any rise past the baseline's range counts. Keys (graph breaks, recompiling
+functions, guard categories, limit hits) that no baseline run had are regressions in their own
+right (``judge_new_keys``).
 """
 from __future__ import annotations
 
@@ -130,16 +135,34 @@ def _sd(values: np.ndarray) -> float:
     return float(np.std(values, ddof=1))
 
 
-def noise_sigma(baseline: Side, candidate: Side) -> float:
-    """sigma of rule 3: pooled run-to-run sd of both sides, and at least a run median's standard
-    error from the steps' own spread (IQR / 1.349 is the steps' sd; the median's error is 1.253 sd / sqrt(n))."""
+def noise(baseline: Side, candidate: Side) -> tuple[float, int, float]:
+    """(pooled run-to-run sd, its degrees of freedom, a run median's standard error from its steps'
+    IQR: IQR / 1.349 is the steps' sd, the median's error 1.253 sd / sqrt(n))."""
     nb, nc = len(baseline.runs), len(candidate.runs)
     sb, sc = baseline.sigma or 0.0, candidate.sigma or 0.0
-    dof = (nb - 1) + (nc - 1)
-    pooled = math.sqrt(((nb - 1) * sb ** 2 + (nc - 1) * sc ** 2) / dof) if dof > 0 else 0.0
+    dof = max(nb - 1, 0) + max(nc - 1, 0)
+    pooled = math.sqrt((max(nb - 1, 0) * sb ** 2 + max(nc - 1, 0) * sc ** 2) / dof) if dof > 0 else 0.0
     within = [1.253 * (r.spread / 1.349) / math.sqrt(r.n) for r in baseline.runs + candidate.runs
               if r.spread is not None and r.n and r.spread == r.spread and r.n > 0]
-    return max(pooled, float(np.median(within)) if within else 0.0)
+    return pooled, dof, float(np.median(within)) if within else 0.0
+
+
+def noise_margin(baseline: Side, candidate: Side, rules: Rules) -> float:
+    """How far from the baseline median a run must lie to be beyond noise (rule 3)."""
+    pooled, _, within = noise(baseline, candidate)
+    return rules.noise_sigmas * max(pooled, within)
+
+
+def prediction_margin(baseline: Side, rules: Rules) -> float:
+    """Half-width of the baseline's prediction interval for one more run (the lone-run rule)."""
+    nb = len(baseline.runs)
+    sb = baseline.sigma or 0.0
+    _, _, within = noise(baseline, Side.of(()))
+    if nb < 2 or sb == 0:
+        return rules.noise_sigmas * within
+    coverage = 2 * stats.norm.cdf(rules.noise_sigmas) - 1
+    t = float(stats.t.ppf(1 - (1 - coverage) / 2, nb - 1))
+    return max(t * sb * math.sqrt(1 + 1 / nb), rules.noise_sigmas * within)
 
 
 def _ratio_out(m: Metric, rules: Rules, value: float, base: float) -> tuple[bool, bool]:
@@ -158,12 +181,12 @@ def _ratio_out(m: Metric, rules: Rules, value: float, base: float) -> tuple[bool
 
 def flag_runs(m: Metric, rules: Rules, baseline: Side, candidate: Side) -> tuple[list[bool], list[bool]]:
     """Per candidate run (in time order): flagged worse, flagged better."""
-    sigma = noise_sigma(baseline, candidate)
+    margin = noise_margin(baseline, candidate, rules)
     worse, better = [], []
     for r in candidate.runs:
         w, b = _ratio_out(m, rules, r.value, baseline.median)
         outside = r.value > baseline.high or r.value < baseline.low
-        beyond_noise = abs(r.value - baseline.median) > rules.noise_sigmas * sigma
+        beyond_noise = abs(r.value - baseline.median) > margin
         worse.append(w and outside and beyond_noise)
         better.append(b and outside and beyond_noise)
     return worse, better
@@ -177,11 +200,13 @@ def _longest_run(flags: list[bool]) -> int:
     return best
 
 
-def _status(flags: list[bool], rules: Rules) -> tuple[bool, bool]:
-    """(decided, confirmed): any flag, and enough in a row (or the lone candidate run) to confirm."""
+def _status(flags: list[bool], rules: Rules, lone_strong: bool = False) -> tuple[bool, bool]:
+    """(any flag, confirmed): enough flagged runs in a row, or a lone run beyond the prediction interval."""
     if not any(flags):
         return False, False
-    return True, len(flags) == 1 or _longest_run(flags) >= rules.consecutive
+    if len(flags) == 1:
+        return True, lone_strong
+    return True, _longest_run(flags) >= rules.consecutive
 
 
 def judge_values(model: str, hardware: str, metric: str, subject: str, baseline_runs, candidate_runs,
@@ -202,8 +227,9 @@ def judge_values(model: str, hardware: str, metric: str, subject: str, baseline_
             f"needs {need} baseline run(s) to judge"))
     change = (cand.median / base.median - 1) if base.median else (math.inf if cand.median > 0 else 0.0)
     worse, better = flag_runs(m, rules, base, cand)
-    w_any, w_confirmed = _status(worse, rules)
-    b_any, b_confirmed = _status(better, rules)
+    strong = len(cand.runs) == 1 and abs(cand.runs[0].value - base.median) > prediction_margin(base, rules)
+    w_any, w_confirmed = _status(worse, rules, strong)
+    b_any, b_confirmed = _status(better, rules, strong)
     if w_any:
         status = REGRESSION if w_confirmed else SUSPICIOUS
         flags = worse
@@ -212,15 +238,17 @@ def judge_values(model: str, hardware: str, metric: str, subject: str, baseline_
     else:
         return Verdict(UNCHANGED, **common, change=change, summary=f"{m.label}: within the rules and the noise")
     flagged = tuple(r.run_id for r, f in zip(cand.runs, flags) if f)
-    sigma = noise_sigma(base, cand)
+    margin = noise_margin(base, cand, rules)
     what = {REGRESSION: "got worse", SUSPICIOUS: "suspicious", IMPROVEMENT: "got better"}[status]
     how_many = (f"{len(flagged)} of {len(cand.runs)} candidate runs flagged"
-                + (f" ({rules.consecutive} in a row needed)" if status == SUSPICIOUS else ""))
+                + ((f" ({rules.consecutive} in a row needed)" if len(cand.runs) > 1 else
+                    f" (a lone run must also leave the baseline's prediction interval, "
+                    f"±{fmt(prediction_margin(base, rules), unit)})") if status == SUSPICIOUS else ""))
     summary = (f"{m.label}{f' [{subject}]' if subject else ''} {what}: {fmt(base.median, unit)} → "
-               f"{fmt(cand.median, unit)} ({_pct(change)}); {how_many}; noise ±{fmt(rules.noise_sigmas * sigma, unit)}")
+               f"{fmt(cand.median, unit)} ({_pct(change)}); {how_many}; noise ±{fmt(margin, unit)}")
     evidence = [Evidence("runs", f"baseline {base.describe(unit)}; candidate {cand.describe(unit)}",
                          {"baseline_runs": base.run_ids, "candidate_runs": cand.run_ids,
-                          "sigma": sigma, "noise_sigmas": rules.noise_sigmas})]
+                          "noise_margin": margin, "noise_sigmas": rules.noise_sigmas})]
     for r in cand.runs:
         if r.run_id in flagged:
             spread = f" (steps IQR {fmt(r.spread, unit)}, n={r.n})" if r.spread is not None and r.spread == r.spread else ""

@@ -191,7 +191,12 @@ def pick_runs(con, sides: Sides, since: timedelta, models=(), hardware=()) -> tu
         base = select(Spec(), Window(first - since, first))
     else:
         base = select(sides.baseline, sides.baseline_window)
-    base = base[~base["run_id"].isin(set(cand["run_id"]))]
+    # A run on both sides belongs to the side its SPEC named (`--baseline label=v1` against the
+    # last week: v1's runs are the baseline even when they ran this week); both named: the candidate.
+    if sides.baseline and not sides.candidate:
+        cand = cand[~cand["run_id"].isin(set(base["run_id"]))]
+    else:
+        base = base[~base["run_id"].isin(set(cand["run_id"]))]
     return base.reset_index(drop=True), cand.reset_index(drop=True)
 
 
@@ -264,9 +269,13 @@ def _with_cache(v: Verdict, hit_rate: dict[str, float], rules: Rules) -> Verdict
         mc = sum(hc) / len(hc) if hc else None
         text = (f"compile caches hit {'–' if mb is None else f'{100 * mb:.0f}%'} in the baseline, "
                 f"{'–' if mc is None else f'{100 * mc:.0f}%'} in the candidate")
-        if v.status == REGRESSION and mb is not None and mc is not None and mb - mc > rules.cold_cache_drop:
+        if v.worse and mb is not None and mc is not None and mb - mc > rules.cold_cache_drop:
             text += ": a cold cache, not a code regression"
             v = dataclasses.replace(v, status=SUSPICIOUS, summary=v.summary + " (cold compile cache)")
+        elif v.status == IMPROVEMENT and mb is not None and mc is not None and mc - mb > rules.cold_cache_drop:
+            # a warmer cache is no code improvement either: not reported as better
+            text += ": a warmer cache, not a code improvement"
+            v = dataclasses.replace(v, status=UNCHANGED, summary=v.summary + " (warm compile cache)")
     return dataclasses.replace(v, evidence=v.evidence + (Evidence("cache", text, {"baseline": hb, "candidate": hc}),))
 
 

@@ -40,7 +40,9 @@ def has_relation(con, name: str) -> bool:
 def runs_relation(con) -> str:
     """``rv AS (...)``: run_id, model, hardware, torch_version, label, git_commit, run_time, command,
     started_at of every run. Uses the store's hardware key when it has one."""
-    hardware = "coalesce(r.hardware, 'unknown hardware')" if "hardware" in _columns(con, "runs") else _HARDWARE_FALLBACK
+    # runs ingested before the store had a hardware column keep it null: the fallback names theirs
+    hardware = (f"coalesce(r.hardware, {_HARDWARE_FALLBACK})" if "hardware" in _columns(con, "runs")
+                else _HARDWARE_FALLBACK)
     return (f"rv AS (SELECT r.run_id, coalesce(r.model, '(no model)') AS model, {hardware} AS hardware, "
             f"r.torch_version, r.label, r.git_commit, {RUN_TIME} AS run_time, r.command, r.started_at "
             f"FROM runs r)")
@@ -117,15 +119,19 @@ def run_values(con, run_ids) -> pd.DataFrame:
     """Long form: run_id, metric, subject, value, unit, direction, n, spread, source for the runs."""
     if not len(run_ids):
         return pd.DataFrame(columns=METRIC_COLUMNS)
-    if has_relation(con, "run_metrics"):
-        out = df(con, "SELECT run_id, metric, coalesce(subject, '') AS subject, value, unit, direction, n, spread, "
-                      "source FROM run_metrics WHERE run_id IN (SELECT unnest(?::VARCHAR[])) AND value IS NOT NULL",
-                 _ids_param(run_ids))
-        if "cache_hit_rate" not in set(out["metric"]):
-            hits = df(con, _DERIVED, _ids_param(run_ids))
-            out = pd.concat([out, hits[hits["metric"] == "cache_hit_rate"]], ignore_index=True)
-        return out
-    return df(con, _DERIVED, _ids_param(run_ids))
+    ids = list(map(str, run_ids))
+    if not has_relation(con, "run_metrics"):
+        return df(con, _DERIVED, [ids])
+    out = df(con, "SELECT run_id, metric, coalesce(subject, '') AS subject, value, unit, direction, n, spread, "
+                  "source FROM run_metrics WHERE run_id IN (SELECT unnest(?::VARCHAR[])) AND value IS NOT NULL", [ids])
+    # runs ingested before run_metrics existed (until `compilewatch reingest`) get the same figures here
+    missing = sorted(set(ids) - set(out["run_id"]))
+    if missing:
+        out = pd.concat([out, df(con, _DERIVED, [missing])], ignore_index=True)
+    if "cache_hit_rate" not in set(out["metric"]):
+        hits = df(con, _DERIVED, [ids])
+        out = pd.concat([out, hits[hits["metric"] == "cache_hit_rate"]], ignore_index=True)
+    return out
 
 
 # -- keys: what each run had, for the "new since the baseline" rules and their evidence ---------------

@@ -6,8 +6,9 @@ One team, one year: ``--runs`` runs over ``--days`` days ending today (UTC), a d
 PyTorch 2.5 .. 2.14 nightlies rolling forward through the year, labels and git commits of the
 team's own code, single- and multi-rank jobs on a few GPU hosts. At the default 10,000 runs it
 holds >= 1,000,000 graph_breaks and >= 1,000,000 recompiles rows, with guard_failures,
-limit_hits, compiles, compile_phases, cache_events, bench_results, step_timings, files and
-ingest_errors in the proportions a real year of logs has.
+limit_hits, compiles, compile_phases, cache_events, bench_results, step_timings (the iteration
+period too), timing_summaries, files and ingest_errors in the proportions a real year of logs has,
+and the runs' hardware and run_metrics derived from them as ingest derives them.
 
 Every event text comes from a real log: graph-break and guard-failure rows are parsed with
 compilewatch's own parsers (ingest.text / ingest.trace) from
@@ -41,6 +42,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ingest.derived import refresh_all  # noqa: E402
 from ingest.store import Store  # noqa: E402
 
 TEMPLATE_DIR = ROOT / "benchmarks" / "templates"
@@ -407,7 +409,8 @@ INSERT INTO runs (run_id, model, label, command, started_at, ended_at, exit_stat
 SELECT run_id, model, label, command, started_at, ended_at, exit_status, end_reason, host, git_commit,
        torch_version, triton_version, '12.8', '3.11.' || (9 + v_idx % 3)::VARCHAR, gpu_name, 'bundle',
        json_object('run_id', run_id, 'format_version', 1, 'model', model, 'label', label, 'ranks', ranks,
-                   'collector', 'compilewatch collect 0.1.0', 'host', host, 'torch_version', torch_version)::VARCHAR,
+                   'collector', 'compilewatch collect 0.1.0', 'host', host, 'torch_version', torch_version,
+                   'device', 'cuda:0', 'world_size', ranks)::VARCHAR,
        ended_at + INTERVAL 3 MINUTE
 FROM (
     SELECT r.*,
@@ -601,7 +604,19 @@ FROM g_bench b, range(30) s(i)
 UNION ALL
 SELECT b.run_id, b.file_id, 'Model.forward', 'eager', s.i, CASE WHEN s.i < 3 THEN 'warmup' ELSE 'steady' END,
        b.eager_ms_run * (0.98 + 0.04 * u(b.run_no, s.i + 100)), ((8 + b.eager_ms * 0.05) * 1e9)::BIGINT
-FROM g_bench b, range(20) s(i);
+FROM g_bench b, range(20) s(i)
+UNION ALL
+-- the iteration period (between optimizer steps): forward + backward + optimizer + host work
+SELECT b.run_id, b.file_id, 'AdamW.step', 'iteration', s.i,
+       CASE WHEN s.i < 4 THEN 'warmup' ELSE 'steady' END,
+       b.eager_ms_run / b.speedup * (2.9 + 0.2 * u(b.run_no, s.i + 200)), NULL
+FROM g_bench b, range(1, 30) s(i);
+
+INSERT INTO timing_summaries (run_id, file_id, rank, world_size, device, compile_time_s, peak_mem_bytes,
+                              iteration_source, iteration_clock)
+SELECT b.run_id, b.file_id, 0, 1, 'cuda:0', b.compile_latency_s, ((8 + b.eager_ms * 0.05) * 0.9 * 1e9)::BIGINT,
+       'optimizer_step', 'cuda_event'
+FROM g_bench b;
 
 UPDATE files SET records = c.n FROM (
     SELECT run_id, count(*) AS n FROM graph_breaks GROUP BY run_id
@@ -640,6 +655,12 @@ def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int
                 con.execute(stmt)
             con.execute("COMMIT")
             say(f"  {label:<14} {time.perf_counter() - t:6.1f} s")
+        # hardware and run_metrics, as ingest derives them (one set-based pass over all runs)
+        t = time.perf_counter()
+        con.execute("BEGIN")
+        refresh_all(con)
+        con.execute("COMMIT")
+        say(f"  {'derived':<14} {time.perf_counter() - t:6.1f} s")
         con.execute("CHECKPOINT")
         t = time.perf_counter()
         bad = integrity_problems(con)
@@ -648,7 +669,8 @@ def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int
             raise SystemExit("generated store is inconsistent: " + "; ".join(bad))
         counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                   for t in ("runs", "files", "compiles", "graph_breaks", "recompiles", "guard_failures", "limit_hits",
-                            "compile_phases", "cache_events", "step_timings", "bench_results", "ingest_errors")}
+                            "compile_phases", "cache_events", "step_timings", "bench_results", "ingest_errors",
+                            "timing_summaries", "run_metrics")}
     counts["_seconds"] = round(time.perf_counter() - t_start, 1)
     return counts
 

@@ -23,6 +23,7 @@ from . import PARSER_VERSION
 from . import archives
 from . import bundle as bundle_mod
 from . import detect
+from .derived import refresh_run
 from .errors import InputError, StoreError
 from .jsonfast import dumps_line, loads
 from .records import EVENT_TABLES
@@ -467,6 +468,7 @@ def _ingest_one(store, unit: _Unit, model, label, torch_version, strict, on_byte
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [file_id, rid, sha, size, kind, name, stored_path, result.status if result.status != "stored" else "ok",
                  PARSER_VERSION, result.total_records, result.errors]).fetchall()
+            refresh_run(con, rid)   # hardware + run_metrics, in this file's transaction
 
         # The store makes "is it stored already?" and the write one step (embedded: the writer lock;
         # DuckLake: a claim in PostgreSQL), so two processes or hosts never store one file twice.

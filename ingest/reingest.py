@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import PARSER_VERSION, detect
+from .derived import refresh_run
 from .loader import StagingSink, _parse_into, _Unit
 from .records import EVENT_TABLES
 
@@ -38,6 +39,7 @@ def reingest(store, all_files: bool = False) -> int:
                     con.execute("UPDATE files SET parser_version = ?, records = ?, errors = ?, status = ? WHERE file_id = ?",
                                 [PARSER_VERSION, sum(sink.counts.values()), sink.error_count,
                                  "partial" if sink.error_count else "ok", file_id]).fetchall()
+                    refresh_run(con, run_id)
                     con.execute("COMMIT")
                 except BaseException:
                     con.execute("ROLLBACK")

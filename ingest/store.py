@@ -30,6 +30,7 @@ import duckdb
 from compilewatch import settings
 
 from . import scratch
+from .derived import after_migration
 from .errors import StoreBusyError, StoreError
 
 DATA_PATH_ENV = "COMPILEWATCH_DATA_PATH"
@@ -152,6 +153,7 @@ class Store:
                 con.execute("BEGIN")
                 try:
                     con.execute(sql)
+                    after_migration(con, name)   # backfill what the migration added, same transaction
                     con.execute("INSERT INTO _migrations (name) VALUES (?)", [name])
                     con.execute("COMMIT")
                 except duckdb.Error as e:

@@ -1,0 +1,26 @@
+"""Per-run facts derived from a run's stored rows: its hardware (ingest/hardware.py) and its
+metrics (ingest/run_metrics.py). Refreshed inside the ingest transaction of each of the run's
+files, after a reingest, and for every stored run when the migration that added them is applied."""
+from __future__ import annotations
+
+from .hardware import refresh_hardware
+from .run_metrics import refresh_run_metrics
+
+# Migrations after which every stored run's derived facts are rebuilt (same transaction).
+BACKFILL_AFTER = {"002_run_metrics.sql"}
+
+
+def refresh_run(con, run_id: str) -> None:
+    refresh_hardware(con, run_id)
+    refresh_run_metrics(con, run_id)
+
+
+def refresh_all(con) -> None:
+    """Set-based, for every run at once: a team-year store backfills in seconds, not per run."""
+    refresh_hardware(con)
+    refresh_run_metrics(con)
+
+
+def after_migration(con, name: str) -> None:
+    if name in BACKFILL_AFTER:
+        refresh_all(con)

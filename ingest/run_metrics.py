@@ -1,0 +1,122 @@
+"""Per-run metrics, from every source, in one table (run_metrics, long form) that the pages, the
+report and the gate all read.
+
+Each metric's unit and direction (which way is better) is declared once, in METRICS; the SQL below
+takes them from there. A run's rows are rebuilt inside the ingest transaction of each of its files
+(so they never disagree with the events), on reingest, and for every stored run when migration 002
+is applied. `subject` is a compiled callable or a benchmark ("model/task/mode"), '' for the run.
+
+Which figure a metric is, when a run has several ranks: counts (graph_breaks, recompiles, ...) are
+summed over ranks, as `summarize` counts them; compile times are the slowest rank's total (what the
+job waited); step and iteration times pool the ranks' steady samples.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str          # x | ms | s | bytes | count | ratio
+    direction: str     # higher | lower: which way is better
+    source: str        # bench | hooks | logs
+    what: str
+
+
+METRICS: tuple[Metric, ...] = (
+    # from benchmark CSVs (subject: model/task/mode)
+    Metric("speedup", "x", "higher", "bench", "eager median step / compiled median step"),
+    Metric("compilation_latency", "s", "lower", "bench", "first compiled step, compilation included"),
+    Metric("compression_ratio", "x", "higher", "bench", "eager peak memory / compiled peak memory"),
+    Metric("latency", "ms", "lower", "bench", "compiled median step; spread is its IQR"),
+    # from the timing hooks
+    Metric("step_time", "ms", "lower", "hooks", "steady median call time of one compiled callable (subject); spread is the IQR"),
+    Metric("iteration_time", "ms", "lower", "hooks", "steady median time between optimizer steps (else between calls of the outermost compiled callable): the training step a team feels"),
+    Metric("hook_compile_time", "s", "lower", "hooks", "wall time of the calls that compiled, first calls and recompiles (slowest rank)"),
+    Metric("peak_memory", "bytes", "lower", "hooks", "device peak (CUDA max_memory_allocated) on GPUs, peak resident memory of the process on the CPU; largest rank"),
+    # from TORCH_TRACE / TORCH_LOGS
+    Metric("graph_breaks", "count", "lower", "logs", "graph-break reports or records"),
+    Metric("distinct_graph_breaks", "count", "lower", "logs", "distinct graph-break keys"),
+    Metric("recompiles", "count", "lower", "logs", "compiles of a frame after its first"),
+    Metric("limit_hits", "count", "lower", "logs", "cache / recompile limit hits"),
+    Metric("failures", "count", "lower", "logs", "compiles that failed (fail_type set)"),
+    Metric("compile_time", "s", "lower", "logs", "sum of entire-frame compile times from the trace (slowest rank)"),
+    Metric("cache_hit_rate", "ratio", "higher", "logs", "compile cache hits / (hits + misses), all caches"),
+)
+BY_NAME = {m.name: m for m in METRICS}
+
+# Each part yields (run_id, metric, subject, value, n, spread); {flt} is the run filter.
+_PARTS = (
+    """SELECT run_id, m.metric, concat_ws('/', model, task, mode), median(m.value), count(*),
+              CASE WHEN m.metric = 'latency' THEN median(compiled_spread_ms) END
+       FROM bench_results,
+            LATERAL (VALUES ('speedup', speedup), ('compilation_latency', compilation_latency_s),
+                            ('compression_ratio', compression_ratio), ('latency', abs_latency_ms)) m(metric, value)
+       WHERE {flt} AND m.value IS NOT NULL
+       GROUP BY run_id, m.metric, model, task, mode""",
+    """SELECT run_id, 'step_time', callable, median(duration_ms), count(*),
+              quantile_cont(duration_ms, 0.75) - quantile_cont(duration_ms, 0.25)
+       FROM step_timings WHERE {flt} AND mode IN ('compiled', 'marked') AND phase = 'steady'
+       GROUP BY run_id, callable""",
+    """SELECT run_id, 'iteration_time', '', median(duration_ms), count(*),
+              quantile_cont(duration_ms, 0.75) - quantile_cont(duration_ms, 0.25)
+       FROM step_timings WHERE {flt} AND mode = 'iteration' AND phase = 'steady'
+       GROUP BY run_id""",
+    """SELECT run_id, 'hook_compile_time', '', max(s), count(*), NULL FROM (
+           SELECT run_id, sum(duration_ms) / 1e3 AS s FROM step_timings
+           WHERE {flt} AND mode = 'compiled' AND phase = 'compile' GROUP BY run_id, rank)
+       GROUP BY run_id""",
+    """SELECT run_id, 'peak_memory', '', max(b), count(*), NULL FROM (
+           SELECT run_id, coalesce(peak_mem_bytes, peak_rss_bytes) AS b FROM timing_summaries WHERE {flt}
+           UNION ALL
+           SELECT run_id, peak_mem_bytes FROM step_timings WHERE {flt} AND peak_mem_bytes IS NOT NULL)
+       WHERE b IS NOT NULL GROUP BY run_id""",
+    # Log metrics only for runs that have a log with events (a bench-only run has no 0 graph breaks).
+    """SELECT l.run_id, m.metric, '', m.value, m.n, NULL FROM (
+           SELECT run_id FROM files WHERE {flt} AND kind IN ('torch_trace', 'torch_logs') GROUP BY run_id) l
+       LEFT JOIN (SELECT run_id, count(*) AS n, count(DISTINCT coalesce(break_key, reason_norm, reason)) AS d
+                  FROM graph_breaks WHERE {flt} GROUP BY run_id) gb USING (run_id)
+       LEFT JOIN (SELECT run_id, count(*) AS n FROM recompiles WHERE {flt} GROUP BY run_id) rc USING (run_id)
+       LEFT JOIN (SELECT run_id, count(*) AS n FROM limit_hits WHERE {flt} GROUP BY run_id) lh USING (run_id)
+       LEFT JOIN (SELECT run_id, count(*) FILTER (fail_type IS NOT NULL) AS n FROM compiles WHERE {flt} GROUP BY run_id) cf USING (run_id),
+       LATERAL (VALUES ('graph_breaks', coalesce(gb.n, 0), coalesce(gb.n, 0)),
+                       ('distinct_graph_breaks', coalesce(gb.d, 0), coalesce(gb.n, 0)),
+                       ('recompiles', coalesce(rc.n, 0), coalesce(rc.n, 0)),
+                       ('limit_hits', coalesce(lh.n, 0), coalesce(lh.n, 0)),
+                       ('failures', coalesce(cf.n, 0), coalesce(cf.n, 0))) m(metric, value, n)""",
+    """SELECT run_id, 'compile_time', '', max(s), count(*), NULL FROM (
+           SELECT run_id, sum(entire_frame_compile_time_s) AS s FROM compiles
+           WHERE {flt} AND entire_frame_compile_time_s IS NOT NULL GROUP BY run_id, rank)
+       GROUP BY run_id""",
+    """SELECT run_id, 'cache_hit_rate', '', count(*) FILTER (outcome = 'hit') / count(*), count(*), NULL
+       FROM cache_events WHERE {flt} AND outcome IN ('hit', 'miss') GROUP BY run_id""",
+)
+
+
+def _sql(flt: str) -> str:
+    defs = ", ".join("(" + ", ".join(f"${2 + 4 * i + k}" for k in range(4)) + ")" for i in range(len(METRICS)))
+    parts = "\nUNION ALL\n".join(p.replace("{flt}", flt) for p in _PARTS)
+    return (f"INSERT INTO run_metrics (run_id, metric, subject, value, unit, direction, n, spread, source)\n"
+            f"SELECT v.run_id, v.metric, v.subject, v.value, d.unit, d.direction, v.n, v.spread, d.source\n"
+            f"FROM ({parts}) v(run_id, metric, subject, value, n, spread)\n"
+            f"JOIN (VALUES {defs}) d(metric, unit, direction, source) USING (metric)")
+
+
+def _params(run_id):
+    out = [run_id]
+    for m in METRICS:
+        out += [m.name, m.unit, m.direction, m.source]
+    return out
+
+
+def refresh_run_metrics(con, run_id: str | None = None) -> None:
+    """Rebuild run_metrics for one run, or for every run when run_id is None. Runs inside the
+    caller's transaction."""
+    if run_id is None:
+        con.execute("DELETE FROM run_metrics").fetchall()
+        # $1 is unused when every run is refreshed, but keeps the numbering of the rest
+        con.execute(_sql("($1 IS NULL)"), _params(None)).fetchall()
+    else:
+        con.execute("DELETE FROM run_metrics WHERE run_id = ?", [run_id]).fetchall()
+        con.execute(_sql("run_id = $1"), _params(run_id)).fetchall()

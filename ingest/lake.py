@@ -298,6 +298,7 @@ class LakeStore:
 
     # -- schema ---------------------------------------------------------------------------------------
     def migrate(self) -> list[str]:
+        from .derived import after_migration
         from .store import migrations
         wanted = migrations()
         with self._cursor() as cur:
@@ -317,7 +318,7 @@ class LakeStore:
                 if not mine or name in _applied(cur):
                     continue
                 try:
-                    self._retrying(cur, lambda c: (c.execute(ducklake_sql(sql)),
+                    self._retrying(cur, lambda c: (c.execute(ducklake_sql(sql)), after_migration(c, name),
                                                    c.execute("INSERT INTO _migrations (name) VALUES (?)", [name])))
                 except duckdb.Error as e:
                     raise StoreError(f"migration {name} failed on DuckLake: {e}",

@@ -15,6 +15,7 @@ one. Whatever was written for a refused archive is removed before the error is r
 from __future__ import annotations
 
 import errno
+import gzip
 import os
 import shutil
 import stat
@@ -153,27 +154,41 @@ def _extract_zip(path: Path, dest: Path, budget: Budget, display: str) -> None:
 
 
 def _extract_tar(path: Path, dest: Path, budget: Budget, display: str) -> None:
-    # Streamed member by member ("r|*"): the caps apply while reading, and a huge or endless
+    # Streamed member by member ("r|"): the caps apply while reading, and a huge or endless
     # member list never sits in memory.
-    with tarfile.open(path, "r|*") as tf:
-        for member in tf:
-            rel = _safe_relpath(display, member.name)
-            if member.issym() or member.islnk():
-                raise ArchiveError(f"{display}: member {member.name!r} is a link (to {member.linkname!r})",
-                                   "archive the files themselves (tar without -h keeps links)")
-            if not (member.isfile() or member.isdir()):
-                raise ArchiveError(f"{display}: member {member.name!r} is a device or special file",
-                                   "archive only regular files and folders")
-            if rel is None:
-                continue
-            budget.charge_entry(display, member.name)
-            target = dest / rel
-            if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            src = tf.extractfile(member)
-            _copy_limited(src, target, display, member.name, budget)
+    with open(path, "rb") as raw:
+        gz = None
+        if raw.read(2) == b"\x1f\x8b":
+            # tarfile's own gzip reader never checks the CRC, so damaged bytes would unpack as
+            # garbage; GzipFile checks it at the end of the stream (read to the end below).
+            gz = gzip.GzipFile(fileobj=raw)
+        raw.seek(0)
+        with tarfile.open(fileobj=gz or raw, mode="r|" if gz else "r|*") as tf:
+            _extract_tar_members(tf, dest, budget, display)
+        if gz is not None:
+            while gz.read(_CHUNK):
+                pass
+
+
+def _extract_tar_members(tf, dest: Path, budget: Budget, display: str) -> None:
+    for member in tf:
+        rel = _safe_relpath(display, member.name)
+        if member.issym() or member.islnk():
+            raise ArchiveError(f"{display}: member {member.name!r} is a link (to {member.linkname!r})",
+                               "archive the files themselves (tar without -h keeps links)")
+        if not (member.isfile() or member.isdir()):
+            raise ArchiveError(f"{display}: member {member.name!r} is a device or special file",
+                               "archive only regular files and folders")
+        if rel is None:
+            continue
+        budget.charge_entry(display, member.name)
+        target = dest / rel
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        src = tf.extractfile(member)
+        _copy_limited(src, target, display, member.name, budget)
 
 
 def extract(path: Path, dest: Path, budget: Budget | None = None, display: str | None = None) -> Path:

@@ -85,10 +85,12 @@ def test_corrupt_gz_zip_and_targz_fail_alone_beside_good_files(store, tmp_path):
     (folder / "bad.log.gz").write_bytes(_damage(gzip.compress(TEXT_LOG.read_bytes()), 0.5))
     (folder / "bad.zip").write_bytes(_damage(_zip_of_bundle(BUNDLE2, tmp_path / "m.zip").read_bytes(), 0.3, 400))
     (folder / "cut.tar.gz").write_bytes(BUNDLE2.read_bytes()[:5000])  # an upload cut short
+    (folder / "flipped.tar.gz").write_bytes(_damage(BUNDLE2.read_bytes(), 0.5))  # caught by the gzip CRC
     rep = ingest_paths(store, [folder])  # before the fix: zlib.error escaped here
     by = {f.name: f for f in rep.files}
     assert by["drop/bad.zip"].status == "failed" and "damaged" in by["drop/bad.zip"].message
     assert by["drop/cut.tar.gz"].status == "failed" and "damaged" in by["drop/cut.tar.gz"].message
+    assert by["drop/flipped.tar.gz"].status == "failed" and "damaged" in by["drop/flipped.tar.gz"].message
     # the damaged .gz log keeps the graph breaks before the damage and records why it stopped
     assert by["drop/bad.log.gz"].status == "partial" and by["drop/bad.log.gz"].records.get("graph_breaks", 0) > 0
     assert _rows(store, "SELECT count(*) FROM ingest_errors WHERE kind = 'truncated' AND message LIKE '%damaged%'")[0][0] == 1

@@ -62,6 +62,11 @@ SETTINGS: tuple[Setting, ...] = (
         secret=False,
     ),
     Setting(
+        "upload_max_total_mb", "COMPILEWATCH_UPLOAD_MAX_TOTAL_MB", "4096",
+        "Most MiB one Upload-page ingest takes in all; files past it are listed as failed with the reason "
+        "(each file is also capped by Streamlit's server.maxUploadSize in .streamlit/config.toml).",
+    ),
+    Setting(
         "sample_logs", "COMPILEWATCH_SAMPLE_LOGS", "sample_logs",
         "Folder ingested once when the dashboard starts on an empty database, so a newcomer sees real data.",
     ),

@@ -8,16 +8,36 @@ import pandas as pd
 import streamlit as st
 
 from app import settings, ui
+from compilewatch import settings as table
 from app.filters import Filters
 from app.queries import upload
+
+
+
+def _total_cap_mb() -> int:
+    try:
+        return max(1, int(float(settings.get("upload_max_total_mb"))))
+    except ValueError:
+        return int(table.BY_NAME["upload_max_total_mb"].default)
+
+
+def _per_file_mb() -> int:
+    return int(st.get_option("server.maxUploadSize"))
+
 
 ui.page("Upload logs", require_data=False)
 st.markdown("TORCH_TRACE files (`TORCH_TRACE=dir`), TORCH_LOGS text captured from stderr, "
             "`compilewatch collect` bundles as `.zip` / `.tar.gz`, `bench.csv`, and `.gz` logs. "
             "Files already in the store are recognised by their SHA-256 and not stored twice.")
 
-files = st.file_uploader("Log files, bundles or archives", accept_multiple_files=True, key="up_files",
+# The uploader's key changes after each ingest: Streamlit then drops the uploaded bytes it holds in
+# memory, instead of keeping them for as long as the browser tab stays open.
+gen = st.session_state.setdefault("up_gen", 0)
+files = st.file_uploader("Log files, bundles or archives", accept_multiple_files=True, key="up_files" if gen == 0 else f"up_files_{gen}",
                          type=None, help="Drag many files at once; a bundle archive carries its own manifest.")
+total_cap_mb = _total_cap_mb()
+st.caption(f"Up to {_per_file_mb():,} MiB per file (a larger file is marked in the list above and not sent) "
+           f"and {total_cap_mb:,} MiB per ingest in all.")
 st.caption("Used only where a file does not say (bundles carry a manifest; loose logs usually do not):")
 c1, c2, c3 = st.columns(3)
 model = c1.text_input("Model", key="up_model", placeholder="e.g. hf_Bert")
@@ -26,10 +46,12 @@ torch_version = c3.text_input("Torch version", key="up_torch", placeholder="e.g.
 go = st.button("Ingest", key="up_go", type="primary", disabled=not files, icon=":material/upload:")
 
 if go and files:
-    from ingest.loader import ingest_paths
+    from ingest.loader import FileResult, ingest_paths
 
     store = ui.get_store()
-    tmp = Path(tempfile.mkdtemp(prefix="cw-upload-"))
+    # Under the store's scratch folder, not /tmp: the store's disk is sized for logs, and what a
+    # killed server leaves is swept by the next process that opens the store.
+    tmp = Path(tempfile.mkdtemp(prefix="upload-", dir=store.tmp_dir))
     bar = st.progress(0.0, text="Starting…")
 
     last = [0.0]
@@ -43,9 +65,16 @@ if go and files:
         frac = min(1.0, done / total) if total else 1.0
         bar.progress(frac, text=f"{name or 'done'} · {done / 2**20:,.1f} of {total / 2**20:,.1f} MiB")
 
+    refused = []
     try:
-        paths = []
+        paths, taken = [], 0
         for i, up in enumerate(files):
+            if taken + up.size > total_cap_mb * 2**20:
+                refused.append(FileResult(Path(up.name).name, "unknown", "failed", size_bytes=up.size, message=(
+                    f"over the {total_cap_mb:,} MiB cap for one upload ({(taken + up.size) / 2**20:,.0f} MiB with "
+                    "the files before it); upload it on its own or use `compilewatch ingest`")))
+                continue
+            taken += up.size
             # One folder per upload keeps the original name (the loader reports it) even when two collide.
             dest = tmp / str(i) / Path(up.name).name
             dest.parent.mkdir(parents=True)
@@ -57,18 +86,26 @@ if go and files:
         st.session_state["up_result"] = pd.DataFrame([{
             "file": r.name, "kind": r.kind, "status": r.status, "run_id": r.run_id,
             "events": r.total_records, "errors": r.errors, "duplicate": r.status == "duplicate",
-            "message": r.message} for r in report.files])
+            "message": r.message} for r in [*report.files, *refused]])
         bar.progress(1.0, text="Done")
     except Exception as e:  # a failure shows its cause; nothing half-stored (the loader commits per file)
         st.error(f"**Ingest failed:** {ui.md(e)}", icon=":material/error:")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    st.session_state["up_gen"] = gen + 1
+    st.rerun()
 
 result = st.session_state.get("up_result")
 if result is not None and not result.empty:
     n = result["status"].value_counts()
-    st.success(f"{n.get('stored', 0)} stored · {n.get('partial', 0)} partial (some lines unreadable) · "
-               f"{n.get('duplicate', 0)} duplicates · {n.get('failed', 0)} failed", icon=":material/done_all:")
+    summary = (f"{n.get('stored', 0)} stored · {n.get('partial', 0)} partial (some lines unreadable) · "
+               f"{n.get('duplicate', 0)} duplicates · {n.get('failed', 0)} failed")
+    if n.get("failed", 0) == len(result):
+        st.error(summary + " — nothing was stored; the Message column says why", icon=":material/error:")
+    elif n.get("failed", 0) or n.get("partial", 0):
+        st.warning(summary + " — see the Message column", icon=":material/warning:")
+    else:
+        st.success(summary, icon=":material/done_all:")
     ui.table(result, key="up_table", file=ui.text_col("File", "medium"), kind=ui.text_col("Kind"),
              status=ui.text_col("Status"), run_id=ui.text_col("Run"), events=ui.count_col("Events stored"),
              errors=ui.count_col("Errors", help="Lines that could not be parsed; listed on the run's page"),

@@ -221,6 +221,10 @@ def test_upload_ingests_a_real_trace_and_recognises_the_duplicate(app_at, tmp_pa
     _ok(at)
     result = _table(at, "duplicate")
     assert list(result["status"]) == ["stored"] and result["events"].iloc[0] > 0
+    # the uploader was emptied (its bytes freed on the server); the same file again is a duplicate
+    assert not at.file_uploader(key="up_files_1").value
+    at.file_uploader(key="up_files_1").upload(log.name, log.read_bytes())
+    at.run()
     at.button(key="up_go").click().run()
     assert list(_table(at, "duplicate")["duplicate"]) == [True]
     # And the upload is on the hotspots page straight away (the cache keys on data_version).

@@ -18,6 +18,7 @@ class Filters:
     models: tuple[str, ...] = ()
     torch_versions: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
+    hardware: tuple[str, ...] = ()     # hardware keys (GPU name, CPU...): figures never mix two
     start: date | None = None          # inclusive, UTC day of the run's start
     end: date | None = None            # inclusive
     run_id: str | None = None          # run detail; side A of a run comparison
@@ -49,7 +50,7 @@ class Filters:
 
 
 # URL name -> field. Lists repeat the key (?model=a&model=b), as st.query_params.get_all reads them.
-_LIST_PARAMS = {"model": "models", "torch": "torch_versions", "label": "labels"}
+_LIST_PARAMS = {"model": "models", "torch": "torch_versions", "label": "labels", "hw": "hardware"}
 _STR_PARAMS = {"run": "run_id", "run_b": "run_b", "by": "dimension", "a": "version_a", "b": "version_b",
                "break": "break_key", "fn": "function", "cid": "compile_id",
                "q": "search"}

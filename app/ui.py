@@ -105,7 +105,7 @@ def url_params() -> dict[str, str | list[str]]:
     out: dict[str, str | list[str]] = {}
     for key in qp.keys():
         values = qp.get_all(key)
-        out[key] = values if key in ("model", "torch", "label") else (values[-1] if values else "")
+        out[key] = values if key in ("model", "torch", "label", "hw") else (values[-1] if values else "")
     return out
 
 
@@ -152,8 +152,8 @@ def page(title: str, *, default_days: int = 7, require_data: bool = True) -> Fil
     url = from_params(url_params()) if changed else Filters()
     remembered: Filters = st.session_state.get(_REMEMBERED) or Filters()
     options = load(common.filter_options, Filters())
-    opts = {k: list(options.loc[options["kind"] == k, "value"]) for k in ("model", "torch_version", "label")} \
-        if options is not None else {"model": [], "torch_version": [], "label": []}
+    opts = {k: list(options.loc[options["kind"] == k, "value"]) for k in ("model", "torch_version", "label", "hardware")} \
+        if options is not None else {"model": [], "torch_version": [], "label": [], "hardware": []}
 
     last_day = pd.Timestamp(b["last_day"]).date() if pd.notna(b["last_day"]) else date.today()
     first_day = pd.Timestamp(b["first_day"]).date() if pd.notna(b["first_day"]) else last_day
@@ -164,7 +164,8 @@ def page(title: str, *, default_days: int = 7, require_data: bool = True) -> Fil
         st.subheader("Filters")
         for key, field, kind, label in (("g_models", "models", "model", "Models"),
                                         ("g_torch", "torch_versions", "torch_version", "Torch versions"),
-                                        ("g_labels", "labels", "label", "Labels")):
+                                        ("g_labels", "labels", "label", "Labels"),
+                                        ("g_hardware", "hardware", "hardware", "Hardware")):
             init_widget(key, list(getattr(url, field)), list(getattr(remembered, field)), changed)
             st.session_state[key] = [v for v in st.session_state[key] if v in opts[kind]]
             st.multiselect(label, opts[kind], key=key, placeholder="all")
@@ -180,7 +181,7 @@ def page(title: str, *, default_days: int = 7, require_data: bool = True) -> Fil
                                max_value=max([last_day, date.today()] + chosen) + timedelta(days=1))
 
         def _reset():
-            for key in ("g_models", "g_torch", "g_labels"):
+            for key in ("g_models", "g_torch", "g_labels", "g_hardware"):
                 st.session_state[key] = []
             st.session_state[window_key] = default_window
             st.session_state.pop(_REMEMBERED, None)
@@ -190,7 +191,8 @@ def page(title: str, *, default_days: int = 7, require_data: bool = True) -> Fil
                    f"Store: `{settings.db_path()}`")
     start, end = (window if isinstance(window, (tuple, list)) and len(window) == 2 else default_window)
     return Filters(models=tuple(st.session_state["g_models"]), torch_versions=tuple(st.session_state["g_torch"]),
-                   labels=tuple(st.session_state["g_labels"]), start=start, end=end)
+                   labels=tuple(st.session_state["g_labels"]), hardware=tuple(st.session_state["g_hardware"]),
+                   start=start, end=end)
 
 
 def page_state(key: str, from_url, fallback=None):

@@ -37,12 +37,15 @@ def has_relation(con, name: str) -> bool:
     return not df(con, "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]).empty
 
 
+# The hardware key on a store with migration 002 (the dashboard's stores always have it).
+HARDWARE = f"coalesce(r.hardware, {_HARDWARE_FALLBACK})"
+
+
 def runs_relation(con) -> str:
     """``rv AS (...)``: run_id, model, hardware, torch_version, label, git_commit, run_time, command,
     started_at of every run. Uses the store's hardware key when it has one."""
     # runs ingested before the store had a hardware column keep it null: the fallback names theirs
-    hardware = (f"coalesce(r.hardware, {_HARDWARE_FALLBACK})" if "hardware" in _columns(con, "runs")
-                else _HARDWARE_FALLBACK)
+    hardware = HARDWARE if "hardware" in _columns(con, "runs") else _HARDWARE_FALLBACK
     return (f"rv AS (SELECT r.run_id, coalesce(r.model, '(no model)') AS model, {hardware} AS hardware, "
             f"r.torch_version, r.label, r.git_commit, {RUN_TIME} AS run_time, r.command, r.started_at "
             f"FROM runs r)")

@@ -202,11 +202,15 @@ def pick_runs(con, sides: Sides, since: timedelta, models=(), hardware=()) -> tu
 
 def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timedelta = timedelta(days=7),
            rules: Rules | None = None, pinned: Spec | None = None, models=(), hardware=(),
-           with_changepoints: bool = True) -> Review:
+           with_changepoints: bool = True, windows: tuple[Window, Window] | None = None) -> Review:
     """Judge every metric and key of every model x hardware the candidate ran, against the baseline
-    runs on the same hardware. See ``baseline`` for what the SPECs and windows select."""
+    runs on the same hardware. See ``baseline`` for what the SPECs and windows select; ``windows``
+    (baseline, candidate) replaces the windows `since` would give (the dashboard's date picker)."""
     rules = rules or Rules()
     sides = resolve_sides(baseline, candidate, since, S.newest_run_time(con), pinned)
+    if windows is not None:
+        sides = Sides(sides.baseline, sides.candidate, Window() if sides.baseline else windows[0],
+                      Window() if sides.candidate else windows[1])
     base, cand = pick_runs(con, sides, since, models, hardware)
     desc_b, desc_c = sides.describe()
     all_runs = pd.concat([base.assign(side="baseline"), cand.assign(side="candidate")], ignore_index=True)

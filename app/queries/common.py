@@ -6,6 +6,7 @@ from datetime import datetime, time, timedelta
 import pandas as pd
 
 from app.filters import Filters
+from review.series import HARDWARE
 
 # A run's time: when it started, or when it was ingested for loose logs that do not say.
 RUN_TIME = "coalesce(r.started_at, r.ingested_at)"
@@ -29,6 +30,9 @@ def run_where(f: Filters, *, use_time: bool = True, use_models: bool = True,
     if f.labels:
         clauses.append("list_contains(?::VARCHAR[], r.label)")
         params.append(list(f.labels))
+    if f.hardware:
+        clauses.append(f"list_contains(?::VARCHAR[], {HARDWARE})")
+        params.append(list(f.hardware))
     if use_time and f.start:
         clauses.append(f"{RUN_TIME} >= ?")
         params.append(datetime.combine(f.start, time.min))
@@ -67,11 +71,13 @@ def data_bounds(con, f: Filters | None = None) -> pd.DataFrame:
 
 
 def filter_options(con, f: Filters | None = None) -> pd.DataFrame:
-    """Distinct models, torch versions and labels for the sidebar pickers (kind, value, runs)."""
-    return df(con, """
+    """Distinct models, torch versions, labels and hardware for the sidebar pickers (kind, value, runs)."""
+    return df(con, f"""
         SELECT 'model' AS kind, model AS value, count(*) AS runs FROM runs WHERE model IS NOT NULL GROUP BY model
         UNION ALL
         SELECT 'torch_version', torch_version, count(*) FROM runs WHERE torch_version IS NOT NULL GROUP BY torch_version
         UNION ALL
         SELECT 'label', label, count(*) FROM runs WHERE label IS NOT NULL GROUP BY label
+        UNION ALL
+        SELECT 'hardware', {HARDWARE}, count(*) FROM runs r GROUP BY 2
         ORDER BY kind, value""")

@@ -5,13 +5,12 @@ import pandas as pd
 import streamlit as st
 
 from app import charts, ui
-from app.filters import to_params
 from app.queries import hotspots, overview, recompiles
+from app.queries import review as review_q
 
 f = ui.page("Weekly review")
 prev = f.previous_window()
-st.caption(f"**{f.start} – {f.end}** against the {f.window_days()} days before "
-           f"({prev.start} – {prev.end}). Changes within ±{overview.NOISE_PCT:.0f}% count as noise.")
+st.caption(f"**{f.start} – {f.end}** against the {f.window_days()} days before ({prev.start} – {prev.end}).")
 
 kpis = ui.load(overview.kpis, f)
 if kpis is not None:
@@ -21,19 +20,51 @@ if kpis is not None:
                    help=(overview.METRIC_HELP.get(row.metric, "")
                          + f" Previous window: {ui.fmt_value(row.previous, row.unit)}."))
 
-movers = ui.load(overview.movers, f)
-if movers is not None:
-    for col, verdict, title in zip(st.columns(2), ("worse", "better"), (":red[Got worse]", ":green[Got better]")):
+# The verdict leads: every metric the runs carry, judged per model and hardware (review/).
+verdicts = ui.load(review_q.verdicts, f)
+if verdicts is not None:
+    base_f = f.replace(start=prev.start, end=f.end)   # links span both windows
+    def links(row) -> dict:
+        out = {"compare": ui.link("compare", base_f, run_id=row.baseline_run, run_b=row.candidate_run)
+               if row.baseline_run and row.candidate_run else None,
+               "run": ui.link("run", base_f, run_id=row.candidate_run) if row.candidate_run else None,
+               "detail": None}
+        if isinstance(row.break_key, str) and row.break_key:
+            out["detail"] = ui.link("hotspots", base_f, break_key=row.break_key)
+        elif isinstance(row.function, str) and row.function:
+            out["detail"] = ui.link("recompiles", base_f, run_id=row.candidate_run, function=row.function)
+        return out
+    verdicts = pd.concat([verdicts.reset_index(drop=True),
+                          pd.DataFrame([links(r) for r in verdicts.itertuples()], columns=["compare", "run", "detail"])],
+                         axis=1)
+    for col, worse, title in zip(st.columns(2), (True, False), (":red[Got worse]", ":green[Got better]")):
         with col:
             st.subheader(title)
-            if verdict == "worse":
-                st.page_link("views/hotspots.py", label="Graph breaks first seen this week",
-                             icon=":material/fiber_new:", query_params={**to_params(f), "new": "1"})
-            ui.table(movers[movers["verdict"] == verdict], key=f"ov_{verdict}",
-                     empty=f"Nothing {verdict} beyond ±{overview.NOISE_PCT:.0f}% per model.",
-                     model=ui.text_col("Model", "small"), metric=ui.text_col("Metric", "medium"),
-                     previous=ui.num_col("Previous", "%.3f"), current=ui.num_col("Current", "%.3f"),
-                     change_pct=ui.num_col("Change", "%+.1f%%"), verdict=None)
+            part = verdicts[verdicts["status"].isin(["regression", "suspicious"]) if worse
+                            else verdicts["status"].eq("improvement")]
+            ui.table(part, key=f"ov_{'worse' if worse else 'better'}",
+                     empty=("Nothing got worse beyond the rules and the runs' own noise." if worse
+                            else "Nothing got better beyond the noise."),
+                     hide=("baseline_run", "candidate_run", "break_key", "function", "summary"),
+                     status=ui.text_col("Verdict", "small"), model=ui.text_col("Model", "small"),
+                     hardware=ui.text_col("Hardware", "small"), metric=ui.text_col("Metric", "small"),
+                     subject=ui.text_col("Of", "small"), change=ui.num_col("Change", "%+.1f%%"),
+                     evidence=ui.text_col("Evidence", "large"), command=ui.text_col("Command", "medium"),
+                     compare=ui.link_col("Compare", width="small"), run=ui.link_col("Run", width="small"),
+                     detail=ui.link_col("Hotspot / storm", width="small"))
+    st.caption(f"Candidate: this window; baseline: the window before (or the pinned baseline). A run is flagged "
+               f"past PyTorch HUD's ratio rules and beyond the runs' own run-to-run noise; two in a row make a "
+               f"regression, one is suspicious. Models are judged per hardware, never across. "
+               f"`compilewatch check` gives the same verdicts.")
+    not_compared = ui.load(review_q.notes, f)
+    if not_compared is not None and not not_compared.empty:
+        with st.expander(f"{len(not_compared)} model(s) not compared: different hardware on the two sides"):
+            for text in not_compared["text"]:
+                st.markdown(f"- {ui.md(text)}")
+    html = ui.load(review_q.report_html, f)
+    if html is not None:
+        st.download_button("Download the report (HTML)", html.iloc[0, 0], file_name=f"compilewatch-review-{f.end}.html",
+                           mime="text/html", icon=":material/download:", key="ov_report")
 
 daily = ui.load(overview.daily, f)
 if daily is not None:

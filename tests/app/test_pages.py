@@ -94,8 +94,12 @@ def test_overview_model_filter_changes_kpis_and_url(app_at, team_db):
     _ok(at)
     assert at.metric[0].value != runs_all
     assert at.query_params.get("model") in ("hf_Bert", ["hf_Bert"])
-    moved = _tables(at, "verdict")
+    # the review's verdicts, per model and hardware: hf_Bert's speedup fell 1.45x -> 1.20x this week
+    moved = _tables(at, "status", "metric", "evidence")
     assert moved and all((t["model"] == "hf_Bert").all() for t in moved)
+    worse = moved[0]
+    assert ((worse["metric"] == "speedup") & (worse["status"] == "regression")).any()
+    assert worse["compare"].notna().any() and worse["run"].notna().any()
 
 
 def test_reset_filters_clears_the_selection(app_at, team_db):

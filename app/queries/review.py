@@ -1,0 +1,68 @@
+"""The weekly review's verdicts for the dashboard: the candidate is the picked window, the baseline
+the window before it (or the team's pinned baseline), judged per model and hardware by ``review``."""
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+
+import pandas as pd
+
+from app.filters import Filters
+from review.baseline import Window, parse_spec
+from review.detect import Verdict
+from review.rules import Rules, pinned_baseline
+from review.weekly import Review, review
+
+COLUMNS = ["status", "model", "hardware", "metric", "subject", "change", "summary", "evidence", "command",
+           "baseline_run", "candidate_run", "break_key", "function"]
+
+
+def _windows(f: Filters) -> tuple[Window, Window]:
+    prev = f.previous_window()
+    def day(d, plus=0):
+        return datetime.combine(d + timedelta(days=plus), time.min) if d else None
+    return Window(day(prev.start), day(prev.end, 1)), Window(day(f.start), day(f.end, 1))
+
+
+def weekly(con, f: Filters) -> Review:
+    """The Review behind the Overview and its report download."""
+    pinned = pinned_baseline()
+    return review(con, rules=Rules.from_settings(), pinned=parse_spec(pinned) if pinned else None,
+                  models=f.models, hardware=f.hardware, windows=_windows(f), with_changepoints=True)
+
+
+def _row(v: Verdict) -> dict:
+    ev = {e.kind: e for e in v.evidence}
+    flagged = list(v.flagged) or (v.candidate.run_ids[-1:] if v.candidate else [])
+    base = v.baseline.run_ids if v.baseline else []
+    change = None if v.change is None or v.change != v.change or abs(v.change) == float("inf") else 100 * v.change
+    return {"status": v.status, "model": v.model, "hardware": v.hardware,
+            "metric": v.kind or v.metric, "subject": v.subject if not v.kind else "",
+            "change": change, "summary": v.summary,
+            "evidence": " · ".join(e.text for e in v.evidence if e.kind not in ("command", "run")),
+            "command": ev["command"].text if "command" in ev else None,
+            "baseline_run": base[-1] if base else None, "candidate_run": flagged[-1] if flagged else None,
+            "break_key": (ev["graph_break"].fields.get("break_key") if "graph_break" in ev else None),
+            "function": (ev["recompile"].fields.get("function") if "recompile" in ev
+                         else ev["limit_hit"].fields.get("function") if "limit_hit" in ev else None)}
+
+
+def verdicts(con, f: Filters) -> pd.DataFrame:
+    """One row per regression, suspicious change or improvement, worst first, with what the page
+    links to: a baseline and a candidate run (Compare, Run detail), the break key (hotspot), the
+    recompiling function (storm), and the command that reproduces the candidate run."""
+    r = weekly(con, f)
+    rows = [_row(v) for v in r.regressions + r.suspicious + r.improvements]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def notes(con, f: Filters) -> pd.DataFrame:
+    """Models the review could not judge, and why (different hardware on the two sides)."""
+    r = weekly(con, f)
+    return pd.DataFrame([vars(n) for n in r.notes if n.kind == "different_hardware"],
+                        columns=["kind", "model", "hardware", "text"])
+
+
+def report_html(con, f: Filters) -> pd.DataFrame:
+    """The HTML report of this view, one cell (the cache stores DataFrames)."""
+    from review.report import to_html
+    return pd.DataFrame({"html": [to_html(weekly(con, f))]})

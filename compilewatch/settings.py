@@ -76,9 +76,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     # -- the weekly review's detection (review/rules.py reads these; README lists them) --------------
     Setting(
-        "review_baseline", "COMPILEWATCH_REVIEW_BASELINE", "",
+        "review_baseline", "COMPILEWATCH_REVIEW_BASELINE", "previous",
         "A pinned baseline SPEC (e.g. label=release-1.4,torch=2.13) used by the report, the Overview and "
-        "`check` when no --baseline is given; empty: the window before the candidate's.",
+        "`check` when no --baseline is given; 'previous': the window before the candidate's.",
     ),
     Setting("review_speedup_min_ratio", "COMPILEWATCH_REVIEW_SPEEDUP_MIN_RATIO", "0.95",
             "A run is flagged when its speedup falls below this fraction of the baseline median."),

@@ -64,5 +64,6 @@ class Rules:
 
 
 def pinned_baseline(secrets=None) -> str:
-    """The team's pinned baseline SPEC from the settings ('' when none is pinned)."""
-    return settings.get(PREFIX + "baseline", secrets).strip()
+    """The team's pinned baseline SPEC from the settings ('' when none is pinned: 'previous')."""
+    value = settings.get(PREFIX + "baseline", secrets).strip()
+    return "" if value.lower() in ("", "previous") else value

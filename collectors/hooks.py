@@ -43,6 +43,7 @@ WARMUP_ENV = "COMPILEWATCH_WARMUP"
 MAX_STEPS_KEPT = 20000          # per callable; later steps only count towards the summary
 MAX_GAPS_KEPT = 200000          # call-start gaps per callable (1.6 MB): the iteration period's sample
 _TARGET_OVERHEAD = 0.005        # fraction of a step the timing itself may cost
+_ITERATION_OVERHEAD = 0.002     # fraction of an iteration its mark may cost
 
 
 def _torch():
@@ -362,7 +363,9 @@ class IterationClock:
 
     On CUDA each mark records one CUDA event and never waits: the period is device time between
     consecutive marks, which includes the device idling while the host prepares the next batch.
-    Events are resolved in batches, like ``CallTimer``. On the CPU a mark is one clock read.
+    Events are resolved in batches, like ``CallTimer``; when steps are so short that an event
+    record would cost more than 0.2% of one, only every k-th mark records one and each period is
+    the mean of the k steps (``sample_every``). On the CPU a mark is one clock read.
     An interval during which dynamo compiled is "compile", the next ``warmup`` are "warmup"."""
 
     _EVENT_BATCH = 64
@@ -378,15 +381,19 @@ class IterationClock:
         self._last = None                    # host time or CUDA event of the previous mark
         self._last_c = 0                     # compile counter at the previous mark
         self._since_compile = 0
-        self._pending = []                   # (n, phase, (start_event, end_event))
+        self._last_n = 0                     # the previous sampled mark
+        self.stride = 1                      # every stride-th mark is timed (see _adapt)
+        self._pending = []                   # (n, phase, (start_event, end_event), steps between)
         self._free = []
         self._lock = threading.Lock()
         self.owner = None                    # the optimizer followed (compared by identity)
 
     def mark(self) -> None:
-        c = _compile_events()
         n = self.marks
         self.marks = n + 1
+        if n % self.stride and n:
+            return                           # not sampled (short steps on CUDA, see _adapt)
+        c = _compile_events()
         torch = _torch()
         if self.clock == "host" and n == 0 and _cuda_active(torch):
             self.clock = "cuda_event"
@@ -398,6 +405,7 @@ class IterationClock:
             now = time.perf_counter()
             prev, self._last = self._last, now
         last_c, self._last_c = self._last_c, c
+        steps, self._last_n = n - self._last_n, n
         if n == 0:
             return
         if c != last_c:
@@ -405,25 +413,36 @@ class IterationClock:
             self._since_compile = 0
         else:
             phase = "warmup" if self._since_compile < self.warmup else "steady"
-            self._since_compile += 1
+            self._since_compile += steps
         if self.clock == "cuda_event":
-            self._pending.append((n, phase, (prev, self._last)))
+            self._pending.append((n, phase, (prev, self._last), steps))
             if len(self._pending) >= self._EVENT_BATCH:
                 self._resolve(block=False)
         else:
-            self._add(n, phase, (self._last - prev) * 1e3)
+            self._add(n, phase, (self._last - prev) * 1e3 / steps)
 
     def _add(self, n, phase, ms):
         if phase == "steady":
             self.steady.append(ms)
+            if self.clock == "cuda_event" and len(self.steady) % 64 == 16:
+                self._adapt()
         if len(self.periods) < MAX_STEPS_KEPT:
             self.periods.append({"step": n, "phase": phase, "duration_ms": round(ms, 4), "peak_mem_bytes": None})
 
+    def _adapt(self):
+        # An event record costs microseconds: on steps of a millisecond or two, mark every k-th step
+        # (the period is then the mean of k steps) so marking costs <= _ITERATION_OVERHEAD of a step.
+        cost = _event_overhead_ms(_torch())
+        recent = sorted(self.steady[-64:])
+        med = recent[len(recent) // 2]
+        if med > 0 and cost:
+            self.stride = max(1, math.ceil(cost / (_ITERATION_OVERHEAD * med)))
+
     def _resolve(self, block: bool):
         with self._lock:
-            for n, phase, (e0, e1) in _take_done(self, block):
+            for n, phase, (e0, e1), steps in _take_done(self, block):
                 try:
-                    self._add(n, phase, e0.elapsed_time(e1))
+                    self._add(n, phase, e0.elapsed_time(e1) / steps)
                 except Exception:
                     continue
                 # e0 is no longer needed by anyone (e1 is the next pair's start)
@@ -432,8 +451,10 @@ class IterationClock:
     def to_dict(self) -> dict:
         if self._pending:
             self._resolve(block=True)
-        return _iteration_doc(self.name, self.source, self.clock, sorted(self.periods, key=lambda s: s["step"]),
-                              self.steady, self.marks)
+        d = _iteration_doc(self.name, self.source, self.clock, sorted(self.periods, key=lambda s: s["step"]),
+                           self.steady, self.marks)
+        d["sample_every"] = self.stride
+        return d
 
 
 def _on_optimizer_step(optimizer, args, kwargs) -> None:

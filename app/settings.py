@@ -28,8 +28,15 @@ def get(name: str) -> str:
     return table.get(name, _secrets())
 
 
-def db_path() -> Path:
-    return Path(get("db")).expanduser()
+def db_path() -> Path | str:
+    """A database file's Path, or a DuckLake store's spec as given (a connection string, not a path)."""
+    from ingest.lake import is_lake
+    value = get("db")
+    return value if is_lake(value) else Path(value).expanduser()
+
+
+def data_path() -> str | None:
+    return get("data_path") or None
 
 
 REPO = Path(__file__).resolve().parent.parent

@@ -29,10 +29,10 @@ _DEFAULT_WINDOW = "_cw_default_window"  # this page's default (start, end)
 
 # -- store -----------------------------------------------------------------------------------------
 @st.cache_resource(show_spinner="Opening the compilewatch store (first start ingests sample_logs/)…")
-def _open_store(db_path: str, sample_dir: str, bootstrap_enabled: bool):
+def _open_store(db_path: str, data_path: str | None, sample_dir: str, bootstrap_enabled: bool):
     from ingest.store import Store
 
-    store = Store.open(db_path)
+    store = Store.open(db_path, data_path)
     message = None
     if bootstrap_enabled:
         try:
@@ -45,7 +45,7 @@ def _open_store(db_path: str, sample_dir: str, bootstrap_enabled: bool):
 def get_store():
     """The Store for the configured path; shows st.error and stops the page when it cannot be opened."""
     try:
-        store, message = _open_store(str(settings.db_path()), str(settings.sample_logs_dir()),
+        store, message = _open_store(str(settings.db_path()), settings.data_path(), str(settings.sample_logs_dir()),
                                      settings.bootstrap_enabled())
     except CompileWatchError as e:
         st.error(f"**{md(e.title)}**  \n{md(e.hint)}" if e.hint else md(e.title), icon=":material/error:")

@@ -57,7 +57,15 @@ def command(name: str, help: str, *args: tuple[tuple, dict], description: str | 
 def db_arg() -> tuple[tuple, dict]:
     """--db, defaulting to the db setting at run time (so the environment is read when it runs)."""
     s = settings.BY_NAME["db"]
-    return arg("--db", default=None, help=f"database file (env {s.env}; default {s.default})")
+    return arg("--db", default=None, help=f"database file, or ducklake:postgres:<libpq connection string> for a "
+                                          f"team store (env {s.env}; default {s.default})")
+
+
+def data_path_arg() -> tuple[tuple, dict]:
+    """--data-path, given to every command that takes --db: where a DuckLake store keeps its files."""
+    s = settings.BY_NAME["data_path"]
+    return arg("--data-path", default=None, metavar="DIR",
+               help=f"with --db ducklake:postgres:...: the shared folder for its Parquet data, raw/ and inbox/ (env {s.env})")
 
 
 # -- output helpers ----------------------------------------------------------------------------
@@ -295,6 +303,61 @@ def cmd_inbox(args) -> int:
     return 0 if all(r.ok for _, r in results) else 1
 
 
+@command("stats", "what the store holds: rows per table, runs per model/hardware/torch version, size, schema",
+         db_arg(),
+         arg("--json", action="store_true", help="one JSON object: every table's name with its row count, and the rest"),
+         arg("--top", type=int, default=10, help="rows of each runs-per-... list (default %(default)s)"))
+def cmd_stats(args) -> int:
+    from ingest.stats import store_stats
+    from ingest.store import Store
+
+    stats = store_stats(Store.open(args.db), top=args.top)
+    if args.json:
+        print(json.dumps(stats, indent=2, default=str))
+        return 0
+    size = stats["size_on_disk"]
+    print(f"{stats['backend']} store {stats['db']}  (schema version {stats['schema_version']}, "
+          f"{_bytes(size['total_bytes'])} on disk: " + ", ".join(f"{k.removesuffix('_bytes')} {_bytes(v)}"
+                                                                for k, v in size.items() if k != "total_bytes" and v is not None) + ")")
+    if stats["migrations_pending"]:
+        print(f"pending migrations: {', '.join(stats['migrations_pending'])}")
+    tables = [t for t in stats if isinstance(stats[t], int) and t != "schema_version"]
+    print()
+    print(_table([[t, f"{stats[t]:,}"] for t in tables], ["table", "rows"]))
+    for key, title in (("runs_by_model", "model"), ("runs_by_hardware", "hardware"), ("runs_by_torch_version", "torch")):
+        print()
+        print(_table([[r["value"], f"{r['runs']:,}"] for r in stats[key]], [title, "runs"]))
+    return 0
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+@command("store copy", "copy every row of one store into another, empty one (embedded <-> DuckLake), verified by counts",
+         arg("--from", dest="src", required=True, metavar="DB", help="the store to read: a database file or ducklake:postgres:..."),
+         arg("--to", dest="dst", required=True, metavar="DB", help="the empty store to fill: a database file or ducklake:postgres:..."),
+         arg("--from-data-path", metavar="DIR", help="data path of a DuckLake --from (default: the data_path setting)"),
+         arg("--to-data-path", metavar="DIR", help="data path of a DuckLake --to (default: the data_path setting)"))
+def cmd_store_copy(args) -> int:
+    from ingest.copy import copy_store
+    from ingest.store import open_store
+
+    src = open_store(args.src, args.from_data_path)
+    dst = open_store(args.dst, args.to_data_path)
+    result = copy_store(src, dst)
+    print(_table([[t, f"{a:,}", f"{b:,}", "ok" if a == b else "DIFFERS"] for t, (a, b) in result["tables"].items()],
+                 ["table", "from", "to", "check"]))
+    print(f"\ncopied {sum(a for a, _ in result['tables'].values()):,} rows in {len(result['tables'])} tables "
+          f"and {result['raw_files_copied']} raw file(s): {src.db_path} -> {dst.db_path}")
+    return 0
+
+
 @command("dashboard", "start the Streamlit dashboard on this database",
          db_arg(),
          arg("--port", type=int, default=8501, help="port to serve on (default %(default)s)"))
@@ -460,6 +523,8 @@ def build_parser() -> argparse.ArgumentParser:
         cp = target.add_parser(name, help=c.help, description=c.description or c.help)
         for names, kwargs in c.args:
             cp.add_argument(*names, **kwargs)
+        if any(names == ("--db",) for names, _ in c.args):
+            cp.add_argument(*data_path_arg()[0], **data_path_arg()[1])
         cp.set_defaults(func=c.func)
     collectors_cli.add_subcommands(sub)   # `collect` and `bench`, also `python -m collectors ...`
     return p
@@ -469,6 +534,10 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "db", "") is None:
         args.db = settings.get("db")
+    if getattr(args, "data_path", None):
+        # Through the environment, as --db reaches the dashboard: every store opened here and in the
+        # processes this one starts sees it.
+        os.environ[settings.BY_NAME["data_path"].env] = os.path.abspath(args.data_path)
     try:
         return args.func(args)
     except CompileWatchError as e:

@@ -30,9 +30,16 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "db", "COMPILEWATCH_DB", ".compilewatch/compilewatch.duckdb",
-        "The DuckDB store: the dashboard reads it and the CLI writes it; its folder also holds raw/ "
-        "(every ingested file) and inbox/.",
+        "The store: a DuckDB file (its folder also holds raw/, every ingested file, and inbox/), or a "
+        "DuckLake team store as ducklake:postgres:<libpq connection string> with data_path. The "
+        "dashboard reads it and the CLI writes it.",
         option="--db",
+    ),
+    Setting(
+        "data_path", "COMPILEWATCH_DATA_PATH", "",
+        "With a DuckLake db (ducklake:postgres:<libpq connection string>): the folder, shared by every "
+        "host, that holds the store's Parquet data, raw/ and inbox/. Unused for a database file.",
+        option="--data-path",
     ),
     Setting(
         "lock_timeout", "COMPILEWATCH_LOCK_TIMEOUT", "120",

@@ -268,6 +268,24 @@ class LakeStore:
                 raise
             cur.execute("COMMIT")
 
+    def advance_file_ids(self, top: int) -> None:
+        """Make the next file id larger than `top` (after rows were copied in)."""
+        with self._cursor() as cur:
+            cur.execute("CALL postgres_execute('pg', ?)",
+                        [f"SELECT setval('{FILE_ID_SEQ}', greatest({int(top)}, "
+                         f"(SELECT last_value FROM {FILE_ID_SEQ})))"])
+
+    @contextmanager
+    def attached(self, con, alias: str):
+        """This lake attached read-only to `con` (another store's connection) as `alias`."""
+        load_extensions(con)
+        con.execute(f"ATTACH '{PREFIX}{_quote(libpq(self.spec))}' AS {alias} "
+                    f"(DATA_PATH '{_quote(str(self.data_dir))}/', READ_ONLY)")
+        try:
+            yield
+        finally:
+            con.execute(f"DETACH {alias}")
+
     def next_file_id(self) -> int:
         with self._cursor() as cur:
             return cur.execute(f"SELECT * FROM postgres_query('pg', 'SELECT nextval(''{FILE_ID_SEQ}'')')").fetchall()[0][0]

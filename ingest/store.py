@@ -33,7 +33,6 @@ from . import scratch
 from .derived import after_migration
 from .errors import StoreBusyError, StoreError
 
-DATA_PATH_ENV = "COMPILEWATCH_DATA_PATH"
 WRITER_MEMORY = "64MB"
 
 
@@ -76,6 +75,10 @@ def keep_raw(folder: Path, tmp_dir: Path, src: Path) -> tuple[str, str, int]:
     return sha, rel.as_posix(), size
 
 
+def _quote(s: str) -> str:
+    return s.replace("'", "''")
+
+
 def folder_bytes(folder: Path) -> int:
     total = 0
     for dirpath, _, files in os.walk(folder):
@@ -90,11 +93,11 @@ def folder_bytes(folder: Path) -> int:
 def open_store(db: str | os.PathLike | None = None, data_path: str | os.PathLike | None = None):
     """The store `db` names: a file path (embedded DuckDB, the default) or
     `ducklake:postgres:<libpq connection string>` (DuckLake; Parquet and raw files under data_path,
-    default $COMPILEWATCH_DATA_PATH). Both have the same interface; see ingest.lake."""
+    default: the data_path setting). Both have the same interface; see ingest.lake."""
     from .lake import LakeStore, is_lake
     db = os.fspath(db) if db is not None else None
     if is_lake(db):
-        return LakeStore.open(db, data_path or os.environ.get(DATA_PATH_ENV))
+        return LakeStore.open(db, data_path or settings.get("data_path") or None)
     return Store.open(db)
 
 
@@ -269,6 +272,25 @@ class Store:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
+
+    def advance_file_ids(self, top: int) -> None:
+        """Make the next file id larger than `top` (after rows were copied in). DuckDB sequences
+        cannot be set, only advanced."""
+        with self.write() as con:
+            current = con.execute("SELECT nextval('file_id_seq')").fetchall()[0][0]
+            if current < top:
+                con.execute("SELECT max(nextval('file_id_seq')) FROM range(?)", [top - current]).fetchall()
+
+    @contextmanager
+    def attached(self, con, alias: str):
+        """This store's database attached read-only to `con` (another store's connection) as `alias`,
+        under this store's shared lock."""
+        with self._flock(False, lock_timeout()):
+            con.execute(f"ATTACH '{_quote(str(self.db_path))}' AS {alias} (READ_ONLY)")
+            try:
+                yield
+            finally:
+                con.execute(f"DETACH {alias}")
 
     def next_file_id(self, con) -> int:
         return con.execute("SELECT nextval('file_id_seq')").fetchall()[0][0]

@@ -11,6 +11,15 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if [ "${1:-}" = "--dev" ]; then
     .venv/bin/python -m pip install -q -e ".[collect,dev]"
+    # PostgreSQL from Debian: the catalog of the DuckLake team store in its tests (started in a temp folder)
+    if ! ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1; then
+        if [ "$(id -u)" = 0 ]; then
+            (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) >/dev/null \
+                || echo "setup: could not install postgresql; the DuckLake tests will be skipped" >&2
+        else
+            echo "setup: PostgreSQL missing and not root; the DuckLake tests will be skipped" >&2
+        fi
+    fi
     if [ ! -x /usr/bin/chromium ]; then
         if [ "$(id -u)" = 0 ]; then
             (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null \

@@ -4,6 +4,7 @@ and a worker killed mid-ingest."""
 from __future__ import annotations
 
 import importlib
+import json
 import inspect
 import os
 import re
@@ -216,3 +217,90 @@ def test_postgres_down_is_a_clear_error_and_reads_recover(postgres, lake_store):
         postgres.start(postgres.port)
     with lake_store.read() as con:
         assert con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 1
+
+
+def _run_cli(args, env=None):
+    return subprocess.run([sys.executable, "-m", "compilewatch", *args], cwd=REPO, env=env or os.environ.copy(),
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_stats_and_store_copy_both_ways(lake_spec, postgres, tmp_path):
+    """embedded -> DuckLake -> a second embedded file: every table's count (from `stats --json`) equal
+    at each step, raw files along, and the next ingest into a copy gets a fresh file id."""
+    first = tmp_path / "first" / "cw.duckdb"
+    assert ingest_paths(open_store(first), [TRACE, *BUNDLES[:2]]).ok
+    r = _run_cli(["stats", "--db", str(first), "--json"])
+    assert r.returncode == 0, r.stderr
+    before = json.loads(r.stdout)
+    assert before["backend"] == "duckdb" and before["schema_version"] >= 1 and before["runs"] == 3
+    assert before["files"] > 0 and before["size_on_disk"]["raw_bytes"] > 0
+    assert {"runs_by_model", "runs_by_hardware", "runs_by_torch_version"} <= set(before)
+
+    data = tmp_path / "lake-data"
+    r = _run_cli(["store", "copy", "--from", str(first), "--to", lake_spec, "--to-data-path", str(data)])
+    assert r.returncode == 0, r.stderr
+    assert "DIFFERS" not in r.stdout
+    r = _run_cli(["stats", "--db", lake_spec, "--data-path", str(data), "--json"])
+    assert r.returncode == 0, r.stderr
+    lake = json.loads(r.stdout)
+    assert lake["backend"] == "ducklake"
+    tables = [t for t in before if isinstance(before[t], int) and t not in ("schema_version", "_migrations")]
+    assert {t: lake[t] for t in tables} == {t: before[t] for t in tables}
+    assert lake["size_on_disk"]["raw_bytes"] == before["size_on_disk"]["raw_bytes"]
+
+    # a second copy into a store that holds runs is refused, and changes nothing
+    r = _run_cli(["store", "copy", "--from", str(first), "--to", lake_spec, "--to-data-path", str(data)])
+    assert r.returncode == 2 and "already holds runs" in r.stderr
+
+    back = tmp_path / "back" / "cw.duckdb"
+    r = _run_cli(["store", "copy", "--from", lake_spec, "--from-data-path", str(data), "--to", str(back)])
+    assert r.returncode == 0, r.stderr
+    again = json.loads(_run_cli(["stats", "--db", str(back), "--json"]).stdout)
+    assert {t: again[t] for t in tables} == {t: before[t] for t in tables}
+
+    for db, dp in ((lake_spec, data), (back, None)):
+        store = open_store(db, dp)
+        with store.read() as con:
+            top = con.execute("SELECT max(file_id) FROM files").fetchall()[0][0]
+        assert ingest_paths(store, [TEXTS[0]]).ok
+        with store.read() as con:
+            n, distinct = con.execute("SELECT count(*), count(DISTINCT file_id) FROM files").fetchall()[0]
+            assert con.execute("SELECT count(*) FROM files WHERE file_id > ?", [top]).fetchall()[0][0] == 1
+        assert n == distinct
+
+
+def test_inbox_workers_on_one_lake_claim_each_bundle_once(lake_store):
+    """Three `inbox --watch` workers (as on three hosts) on one DuckLake store: every bundle dropped
+    into the shared inbox is ingested by one of them, once; a re-sent copy is a duplicate."""
+    import shutil
+    inbox = lake_store.inbox_dir
+    inbox.mkdir(parents=True, exist_ok=True)
+    bundles = sorted((REPO / "sample_logs" / "cpu-torch2.13").glob("*.tar.gz"))
+    for b in bundles:
+        shutil.copy(b, inbox / f".{b.name}")
+        (inbox / f".{b.name}").rename(inbox / b.name)       # the writers' protocol: rename into place
+    shutil.copy(bundles[0], inbox / f"resent-{bundles[0].name}")
+    env = _env(lake_store)
+    workers = [_cli(["inbox", "--watch", "--interval", "0.2"], env) for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 600
+        done = inbox / "done"
+        while time.monotonic() < deadline:
+            if done.is_dir() and len([p for p in done.iterdir() if p.name.endswith(".tar.gz")]) == len(bundles) + 1:
+                break
+            assert all(w.poll() is None for w in workers), [w.communicate() for w in workers]
+            time.sleep(0.2)
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGINT)
+        outs = [w.communicate(timeout=120)[0] for w in workers]
+    assert sorted(p.name for p in done.iterdir()) == sorted([b.name for b in bundles] + [f"resent-{bundles[0].name}"])
+    assert not (inbox / "failed").exists() or not any((inbox / "failed").iterdir())
+    lines = [ln for o in outs for ln in o.splitlines() if ln.endswith(" failed")]
+    assert len(lines) == len(bundles) + 1, outs           # each entry handled by exactly one worker
+    assert sum(1 for w_out in outs if ".tar.gz:" in w_out) >= 2  # and the work was shared
+    assert any(ln.startswith("resent-") and " 0 stored" in ln for ln in lines)
+    with lake_store.read() as con:
+        assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs").fetchall()[0] == (len(bundles), len(bundles))
+        assert con.execute("SELECT count(*) = count(DISTINCT (run_id, sha256)) FROM files").fetchall()[0][0]
+    _assert_rows_match_files(lake_store)

@@ -45,8 +45,10 @@ def columns(con, table: str) -> list[tuple[str, str]]:
 
 
 def snapshot(con, table: str) -> pd.DataFrame:
-    cols = [c for c, _ in columns(con, table) if c not in TIMESTAMPS]
-    frame = con.execute(f"SELECT {', '.join(cols)} FROM {table}").df()
+    typed = [(c, t) for c, t in columns(con, table) if c not in TIMESTAMPS]
+    cols = [c for c, _ in typed]
+    exprs = [f"hex({c}) AS {c}" if t == "BLOB" else c for c, t in typed]  # bytes compare, not sort
+    frame = con.execute(f"SELECT {', '.join(exprs)} FROM {table}").df()
     return frame.sort_values(cols).reset_index(drop=True) if len(frame) else frame
 
 

@@ -94,6 +94,22 @@ class _ProgressBar:
         sys.stderr.flush()
 
 
+def require_paths(paths) -> None:
+    """A path that is not there is bad input: refuse before doing anything (exit 2, naming it)."""
+    from ingest.units import missing, missing_error
+
+    gone = missing(paths)
+    if gone:
+        raise missing_error(gone)
+
+
+def refused(bad: list[str]) -> int:
+    """Inputs named on the command line that are not logs: say which and why; exit status 2."""
+    for line in bad:
+        print(f"compilewatch: refused {line}", file=sys.stderr)
+    return 2
+
+
 def _table(rows: list[list[str]], headers: list[str]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)] if rows else [len(h) for h in headers]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
@@ -117,6 +133,7 @@ def cmd_ingest(args) -> int:
     from ingest.loader import ingest_paths
     from ingest.store import Store
 
+    require_paths(args.paths)
     store = Store.open(args.db)
     bar = _ProgressBar(sys.stderr.isatty() and not args.quiet)
     report = ingest_paths(store, args.paths, model=args.model, label=args.label, torch_version=args.torch_version,
@@ -126,8 +143,12 @@ def cmd_ingest(args) -> int:
         recs = ", ".join(f"{k}={v}" for k, v in sorted(f.records.items())) or "-"
         rows.append([f.name[-60:], f.kind, f.status, recs, f.errors, f.message[:80]])
     print(_table(rows, ["file", "kind", "status", "records", "errors", "note"]))
+    skipped = f"{report.count('skipped')} skipped (not logs), " if report.count("skipped") else ""
     print(f"\n{report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
-          f"{report.count('failed')} failed, {report.errors} unparsable line(s) kept in ingest_errors -> {store.db_path}")
+          f"{skipped}{report.count('failed')} failed, {report.errors} unparsable line(s) kept in ingest_errors "
+          f"-> {store.db_path}")
+    if report.bad_input:
+        return refused([f"{f.name}: {f.message}" for f in report.bad_input])
     if not report.ok:
         return 1
     if args.strict and report.errors:
@@ -142,6 +163,7 @@ def cmd_ingest(args) -> int:
 def cmd_summarize(args) -> int:
     from ingest.summary import summarize
 
+    require_paths(args.paths)
     summary = summarize(args.paths)
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=False))
@@ -153,6 +175,8 @@ def cmd_summarize(args) -> int:
             print(f"{'recompiled':>20}: " + ", ".join(f"{k} x{v}" for k, v in summary["recompiled_functions"].items()))
         if summary["guard_failures"]:
             print(f"{'guard failures':>20}: " + ", ".join(f"{k} x{v}" for k, v in summary["guard_failures"].items()))
+    if summary["bad_input"]:
+        return refused(summary["bad_input"])
     return 1 if (args.strict and summary["errors"]) else 0
 
 
@@ -183,15 +207,15 @@ def cmd_check(args) -> int:
     if not args.paths and not compare:
         raise InputError("nothing to check", "give --baseline SPEC --candidate SPEC (or candidate paths), "
                                              "or log paths with --max-* limits")
+    require_paths(args.paths)
     problems: list[str] = []
     summary = None
     if args.paths and (any(limit is not None for _, limit, _ in limits) or not compare):
         from ingest.summary import summarize
 
-        missing = [p for p in args.paths if not os.path.exists(p)]
-        if missing:
-            raise InputError(f"no such file or folder: {', '.join(missing)}", "check the paths given to check")
         summary = summarize(args.paths)
+        if summary["bad_input"]:   # a gate that passes on a file it could not read would pass on anything
+            return refused(summary["bad_input"])
         for key, limit, words in limits:
             if limit is not None and summary[key] > limit:
                 problems.append(f"{summary[key]} {words} > allowed {limit}")

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from . import bundle as bundle_mod
 from . import scratch
-from .loader import FileResult, IngestReport, ingest_paths
+from .loader import ingest_paths
+from .report import FileResult, IngestReport
 
 _SKIP_SUFFIXES = (".tmp", ".part", ".error.txt")
 

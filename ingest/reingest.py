@@ -1,49 +1,41 @@
 """Re-parse the raw files a store keeps, after a parser improved: the rows of each file are
-replaced inside one transaction, so a reader sees the old rows or the new ones, never neither."""
+replaced inside one transaction (commit.store_file), so a reader sees the old rows or the new ones,
+never neither. Which files' events count follows the loader's rule (units.counts_events)."""
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 
 from . import PARSER_VERSION, detect
-from .derived import refresh_run
-from .loader import StagingSink, _parse_into, _Unit
-from .records import EVENT_TABLES
+from .commit import FileRow, store_file
+from .parsing import parse_into
+from .staging import StagingSink
+from .units import Unit, counts_events
 
 
 def reingest(store, all_files: bool = False) -> int:
     with store.read() as con:
-        # `events` repeats the loader's rule: a bundle's text beside its trace is not counted again
+        kinds_by_run: dict[str, set[str]] = defaultdict(set)
+        for run_id, kind in con.execute("SELECT DISTINCT run_id, kind FROM files").fetchall():
+            kinds_by_run[run_id].add(kind)
         files = con.execute(
-            "SELECT f.file_id, f.run_id, f.kind, f.original_name, f.stored_path, "
-            "       NOT (f.kind = 'torch_logs' "
-            "            AND EXISTS (SELECT 1 FROM files t WHERE t.run_id = f.run_id AND t.kind = 'torch_trace') "
-            "            AND EXISTS (SELECT 1 FROM files m WHERE m.run_id = f.run_id AND m.kind = 'manifest')) AS events "
-            "FROM files f WHERE f.kind NOT IN ('manifest', 'unknown') AND (? OR f.parser_version < ?) "
-            "ORDER BY f.file_id",
-            [all_files, PARSER_VERSION]).fetchall()
-    for file_id, run_id, kind, name, stored, events in files:
-        path = store.folder / stored
-        if not Path(path).exists():
+            "SELECT file_id, run_id, kind, original_name, stored_path, sha256, size_bytes FROM files "
+            "WHERE kind NOT IN (?, ?) AND (? OR parser_version < ?) ORDER BY file_id",
+            [detect.MANIFEST, detect.UNKNOWN, all_files, PARSER_VERSION]).fetchall()
+    for file_id, run_id, kind, name, stored, sha, size in files:
+        path = Path(store.folder / stored)
+        if not path.exists():
             continue
-        sniffed = detect.sniff(path)
+        run_kinds = kinds_by_run[run_id]
+        bundle_kinds = run_kinds if detect.MANIFEST in run_kinds else None
+        unit = Unit(path, name, events=counts_events(kind, bundle_kinds))
         sink = StagingSink(store.tmp_dir)
         try:
-            _parse_into(sink, _Unit(Path(path), name, events=events), kind, sniffed, None)
-            sink.finish()
-            with store.write() as con:
-                con.execute("BEGIN")
-                try:
-                    for t in (*EVENT_TABLES, "ingest_errors"):
-                        con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id]).fetchall()
-                    sink.load(con, run_id, file_id, name)
-                    con.execute("UPDATE files SET parser_version = ?, records = ?, errors = ?, status = ? WHERE file_id = ?",
-                                [PARSER_VERSION, sum(sink.counts.values()), sink.error_count,
-                                 "partial" if sink.error_count else "ok", file_id]).fetchall()
-                    refresh_run(con, run_id)
-                    con.execute("COMMIT")
-                except BaseException:
-                    con.execute("ROLLBACK")
-                    raise
+            parse_into(sink, unit, kind, detect.sniff(path))
+            store_file(store, sink, FileRow(run_id=run_id, sha256=sha, size_bytes=size, kind=kind, original_name=name,
+                                            stored_path=stored, status="partial" if sink.error_count else "ok",
+                                            records=sum(sink.counts.values()), errors=sink.error_count,
+                                            file_id=file_id))
         finally:
             sink.cleanup()
     return len(files)

@@ -50,11 +50,11 @@ def migrations() -> list[tuple[str, str]]:
     return items
 
 
-def keep_raw(folder: Path, tmp_dir: Path, src: Path) -> tuple[str, str, int]:
-    """Copy src into raw/ under its sha256 in one read pass. Returns (sha256, relative path, size).
-    Content-addressed, so a file kept twice (by any host) is stored once, and an orphan (a crash
-    between this and the database commit) is harmless. The temp file lies in the store's own
-    tmp/, on the same filesystem as raw/, so the final rename is atomic."""
+def stage_raw(tmp_dir: Path, src: Path) -> tuple[str, Path, int]:
+    """Copy src into tmp_dir while hashing it, in one read pass. Returns (sha256, the copy, size).
+    publish_raw moves the copy into raw/ once the file is going to be stored, so a file that is
+    refused leaves nothing behind (the caller unlinks the copy). tmp_dir is the store's own, on
+    the same filesystem as raw/, so the final rename is atomic."""
     h = hashlib.sha256()
     size = 0
     tmp = tmp_dir / f"raw-{uuid.uuid4().hex}"
@@ -64,15 +64,31 @@ def keep_raw(folder: Path, tmp_dir: Path, src: Path) -> tuple[str, str, int]:
                 h.update(chunk)
                 fout.write(chunk)
                 size += len(chunk)
-        sha = h.hexdigest()
-        rel = Path("raw") / sha[:2] / sha
-        dest = folder / rel
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return h.hexdigest(), tmp, size
+
+
+def publish_raw(folder: Path, sha: str, staged: Path) -> str:
+    """Move a staged copy into folder/raw/ under its sha256; returns the path relative to folder.
+    Content-addressed, so a file kept twice (by any host) is stored once, and an orphan (a crash
+    between this and the database commit) is harmless."""
+    rel = Path("raw") / sha[:2] / sha
+    dest = folder / rel
+    try:
         if not dest.exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp.replace(dest)
+            staged.replace(dest)
     finally:
-        tmp.unlink(missing_ok=True)
-    return sha, rel.as_posix(), size
+        staged.unlink(missing_ok=True)
+    return rel.as_posix()
+
+
+def keep_raw(folder: Path, tmp_dir: Path, src: Path) -> tuple[str, str, int]:
+    """stage_raw then publish_raw: (sha256, path relative to folder, size)."""
+    sha, staged, size = stage_raw(tmp_dir, src)
+    return sha, publish_raw(folder, sha, staged), size
 
 
 def _quote(s: str) -> str:

@@ -7,7 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 from . import detect
-from .loader import TEXT_BESIDE_TRACE, _parse_into, expand, resolve_kind
+from .parsing import parse_into, refusal
+from .units import TEXT_BESIDE_TRACE, expand, resolve_kind
 
 
 class SummarySink:
@@ -56,20 +57,44 @@ class SummarySink:
     def meta(self, key: str, value) -> None:
         self.metadata.setdefault(key, value)
 
+    def merge(self, other: "SummarySink") -> None:
+        """Add the counts of `other` (one file's) to these."""
+        self.graph_breaks += other.graph_breaks
+        self.break_keys |= other.break_keys
+        self.recompiles += other.recompiles
+        self.recompiled_functions.update(other.recompiled_functions)
+        self.guard_failures.update(other.guard_failures)
+        self.limit_hits += other.limit_hits
+        self.compile_ids |= other.compile_ids
+        self.failures += other.failures
+        self.errors += other.errors
+        self.error_kinds.update(other.error_kinds)
+        self.error_samples.extend(other.error_samples[: max(0, 50 - len(self.error_samples))])
+        self.rows.update(other.rows)
+        for k, v in other.metadata.items():
+            self.metadata.setdefault(k, v)
+
 
 def summarize(paths) -> dict:
+    """The counts of every log under `paths`, parsed exactly as ingest would store them. Inputs
+    that are missing or not logs are listed in file_details with status "failed" (named
+    explicitly: `bad_input` in the result) or "skipped" (found by walking a folder or archive)."""
     sink = SummarySink()
     details = []
+    bad_input = []
     tmp_root = Path(tempfile.mkdtemp(prefix="cw-summary-"))
     try:
         units, failures = expand(paths, tmp_root)
         for f in failures:
             sink._file = f.name
-            sink.error(0, "io", f.message)
-            details.append({"name": f.name, "kind": "unknown", "errors": 1})
+            if f.bad_input:
+                bad_input.append(f"{f.name}: {f.message}")
+            else:
+                sink.error(0, "io", f.message)
+            details.append({"name": f.name, "kind": "unknown", "errors": 0 if f.bad_input else 1,
+                            "status": "failed", "note": f.message})
         for unit in units:
             sink._file = unit.name
-            before_rows, before_err = sum(sink.rows.values()), sink.errors
             if unit.role == "manifest":
                 if unit.manifest and unit.manifest.torch_version:
                     sink.meta("torch_version", unit.manifest.torch_version)
@@ -85,10 +110,20 @@ def summarize(paths) -> dict:
                 sink.error(0, "io", f"cannot read: {e.strerror}")
                 details.append({"name": unit.name, "kind": "unknown", "errors": 1})
                 continue
-            # the loader's own parse step, so summarize counts exactly what ingest would store
-            _parse_into(sink, unit, kind, sniffed, None)
-            details.append({"name": unit.name, "kind": kind, "records": sum(sink.rows.values()) - before_rows,
-                            "errors": sink.errors - before_err})
+            # the loader's own parse step into a scratch sink first: a file that is not a log
+            # must leave the counts untouched, as ingest stores nothing of it
+            trial = SummarySink()
+            trial._file = unit.name
+            parsed = parse_into(trial, unit, kind, sniffed)
+            why = refusal(unit, kind, sniffed, parsed)
+            if why is not None:
+                details.append({"name": unit.name, "kind": kind, "records": 0, "errors": 0,
+                                "status": "failed" if unit.explicit else "skipped", "note": why})
+                if unit.explicit:
+                    bad_input.append(f"{unit.name}: {why}")
+                continue
+            sink.merge(trial)
+            details.append({"name": unit.name, "kind": kind, "records": parsed.rows, "errors": parsed.errors})
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
     return {
@@ -107,4 +142,5 @@ def summarize(paths) -> dict:
         "error_samples": sink.error_samples,
         "records": dict(sink.rows),
         "file_details": details,
+        "bad_input": bad_input,
     }

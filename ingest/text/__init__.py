@@ -88,6 +88,7 @@ def parse_text(stream, sink) -> dict:
     except OSError as e:
         on_error(line_no, "io", f"read failed: {e}")
     asm.close()
+    sink.meta("log_records", asm.records)
     counts["errors"] = errors[0]
     return counts
 

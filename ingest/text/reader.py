@@ -122,6 +122,7 @@ class RecordAssembler:
         self._last: Record | None = None  # the record the previous line went to
         self._last_prefix: str | None = None
         self._bare_ok = False            # may an unprefixed line continue self._last?
+        self.records = 0                 # log records seen, kept or not: is this a log at all?
 
     # -- many lines: the hot path. A line that carries the same prefix as the line before it and
     # does not start a record is a continuation; that is most lines of a TORCH_LOGS capture.
@@ -239,6 +240,7 @@ class RecordAssembler:
                 else:
                     ts = old_epoch(tsraw[1], tsraw[2], tsraw[3])
             rec = Record(line_no, prefix, rank, pid, cid, art, level, ts, keep)
+            self.records += 1
             if keep is not None:
                 self._add(rec, line_no, msg)
             elif art in ("graph_breaks", "recompiles", "recompiles_verbose") and msg.strip():
@@ -265,6 +267,7 @@ class RecordAssembler:
             if old is not None:
                 self._finish(old)
             rec = Record(line_no, None, None, None, None, None, None, None, parser)
+            self.records += 1
             self._add(rec, line_no, s)
             self._open[key] = rec
             self._last = rec

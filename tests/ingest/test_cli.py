@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE = REPO / "tests" / "fixtures" / "trace" / "graph_break_recompile.log.gz"
@@ -77,6 +78,14 @@ def test_strict_fails_on_a_corrupted_log_and_says_why(tmp_path):
     assert lines  # the text fixture is present
 
 
-def test_bad_path_is_one_clear_line(tmp_path):
-    r = cw("ingest", tmp_path / "missing.log", "--db", tmp_path / "db" / "x.duckdb")
-    assert r.returncode == 1 and "no such file or folder" in r.stdout
+@pytest.mark.parametrize("command", [("ingest", "--db", "{db}"), ("summarize", "--json"),
+                                     ("check", "--max-graph-breaks", "0", "--max-recompiles", "0")])
+def test_a_missing_path_is_bad_input_named_with_exit_2(tmp_path, command):
+    """(Seen: `summarize /no/such --json` printed all-zero counts and exit 0; `check` "passed".)"""
+    missing = tmp_path / "no" / "such" / "file.log"
+    args = [a.replace("{db}", str(tmp_path / "db" / "x.duckdb")) for a in command[1:]]
+    r = cw(command[0], TRACE, missing, *args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert f"no such file or folder: {missing}" in r.stderr
+    assert "passed" not in r.stdout and '"graph_breaks"' not in r.stdout
+    assert not (tmp_path / "db").exists()   # refused before anything was written

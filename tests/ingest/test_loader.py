@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from ingest import loader as loader_mod
+from ingest import parsing, staging
 from ingest.bundle import Manifest, write_manifest
 from ingest.loader import ingest_paths
 
@@ -82,18 +82,6 @@ def test_zip_that_escapes_is_refused_with_a_reason(store, tmp_path):
     assert _count(store, "files") == 0
 
 
-def test_binary_garbage_is_kept_and_reported(store, tmp_path):
-    f = tmp_path / "core.bin"
-    f.write_bytes(bytes(range(256)) * 64)
-    rep = ingest_paths(store, [f])
-    assert rep.files[0].status == "failed" and rep.files[0].kind == "unknown"
-    with store.read() as con:
-        err = con.execute("SELECT original_name, kind FROM ingest_errors").fetchone()
-        stored = con.execute("SELECT stored_path FROM files").fetchone()[0]
-    assert err == ("core.bin", "unknown_format")
-    assert (store.folder / stored).read_bytes() == f.read_bytes()
-
-
 def test_bad_csv_row_is_counted_with_its_line_and_the_rest_lands(store, tmp_path):
     f = tmp_path / "b.csv"
     f.write_text(BENCH + "cuda,vit,abc,1.1,2\ncuda,bert,8,1.2,3.0,1,1,1,1,0,1\n")
@@ -115,7 +103,7 @@ def test_strict_stores_nothing_of_a_file_with_errors(store, tmp_path):
 def test_crash_mid_file_stores_nothing_and_a_retry_stores_once(store, tmp_path, monkeypatch):
     f = tmp_path / "big.csv"
     f.write_text("dev,name,batch_size,speedup,abs_latency\n" + "".join(f"cuda,m{i},1,1.1,1\n" for i in range(50_000)))
-    real = loader_mod.parser_for
+    real = parsing.parser_for
 
     def crashing(kind):
         parse = real(kind)
@@ -124,11 +112,11 @@ def test_crash_mid_file_stores_nothing_and_a_retry_stores_once(store, tmp_path, 
             parse(stream, sink)          # >= one batch flushed into the open transaction
             raise KeyboardInterrupt
         return run
-    monkeypatch.setattr(loader_mod, "parser_for", crashing)
+    monkeypatch.setattr(parsing, "parser_for", crashing)
     with pytest.raises(KeyboardInterrupt):
         ingest_paths(store, [f])
     assert _count(store, "bench_results") == 0 and _count(store, "files") == 0
-    monkeypatch.setattr(loader_mod, "parser_for", real)
+    monkeypatch.setattr(parsing, "parser_for", real)
     assert ingest_paths(store, [f]).files[0].status == "stored"
     assert _count(store, "bench_results") == 50_000
 
@@ -136,17 +124,18 @@ def test_crash_mid_file_stores_nothing_and_a_retry_stores_once(store, tmp_path, 
 def test_missing_path_is_a_failed_result_not_an_exception(store, tmp_path):
     rep = ingest_paths(store, [tmp_path / "nope.log"])
     assert rep.files[0].status == "failed" and "no such file" in rep.files[0].message
+    assert rep.bad_input == rep.files
 
 
 def test_crash_inside_the_database_transaction_rolls_back(store, tmp_path, monkeypatch):
     f = tmp_path / "b.csv"
     f.write_text(BENCH)
-    real_load = loader_mod.StagingSink.load
+    real_load = staging.StagingSink.load
 
     def load_then_die(self, con, *a):
         real_load(self, con, *a)     # rows are in the open transaction now
         raise KeyboardInterrupt
-    monkeypatch.setattr(loader_mod.StagingSink, "load", load_then_die)
+    monkeypatch.setattr(staging.StagingSink, "load", load_then_die)
     with pytest.raises(KeyboardInterrupt):
         ingest_paths(store, [f])
     assert _count(store, "bench_results") == 0 and _count(store, "files") == 0 and _count(store, "runs") == 0

@@ -1,0 +1,119 @@
+"""The store step: one file's rows, its files row and its run, written in one transaction.
+
+This is the only place that writes a parsed file into the store, for ingest and reingest alike:
+a reader sees all of a file or none of it, a crash mid-file leaves nothing (DuckDB rolls back on
+reopen), and anything kept per run can be refreshed here, inside the same transaction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import PARSER_VERSION
+from .derived import refresh_run
+from .records import EVENT_TABLES
+from .staging import StagingSink
+
+
+@dataclass
+class FileRow:
+    run_id: str
+    sha256: str
+    size_bytes: int
+    kind: str
+    original_name: str
+    stored_path: str
+    status: str                 # ok | partial | failed
+    records: int
+    errors: int
+    bundled: bool = False       # a bundle's file: a duplicate only within the same run
+    file_id: int | None = None  # set: replace the rows of this stored file (reingest)
+
+
+def one(con, sql: str, params=None):
+    """The first row of a query, or None."""
+    # fetchall, not fetchone: DuckDB 2 keeps a partly fetched result open and refuses the next statement.
+    rows = con.execute(sql, params or []).fetchall()
+    return rows[0] if rows else None
+
+
+def stored_run(con, sha: str, run_id: str, bundled: bool) -> str | None:
+    """The run that already holds this content, if any (a bundle's file: only within its run)."""
+    if bundled:
+        row = one(con, "SELECT run_id FROM files WHERE sha256 = ? AND run_id = ?", [sha, run_id])
+    else:
+        row = one(con, "SELECT run_id FROM files WHERE sha256 = ? LIMIT 1", [sha])
+    return row[0] if row else None
+
+
+def store_file(store, sink: StagingSink, f: FileRow, run: dict | None = None) -> str | None:
+    """Write f's rows (from `sink`), its files row and (when given) its run's fields in one
+    transaction. Returns the run that already holds the same content, in which case nothing is
+    written. The backend (store.store_file: the embedded store's writer lock, DuckLake's claims)
+    makes "is it stored already?" and the write one step, so two processes or hosts never store
+    one file twice."""
+    def write(con, file_id: int, run_exists: bool) -> None:
+        if f.file_id is not None:
+            for t in (*EVENT_TABLES, "ingest_errors"):
+                con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id]).fetchall()
+        sink.load(con, f.run_id, file_id, f.original_name)
+        if run is not None:
+            _upsert_run(con, f.run_id, run_exists, run)
+        if f.file_id is None:
+            con.execute(
+                "INSERT INTO files (file_id, run_id, sha256, size_bytes, kind, original_name, stored_path, status, "
+                "parser_version, records, errors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [file_id, f.run_id, f.sha256, f.size_bytes, f.kind, f.original_name, f.stored_path, f.status,
+                 PARSER_VERSION, f.records, f.errors]).fetchall()
+        else:
+            con.execute("UPDATE files SET parser_version = ?, records = ?, errors = ?, status = ? WHERE file_id = ?",
+                        [PARSER_VERSION, f.records, f.errors, f.status, file_id]).fetchall()
+        refresh_run(con, f.run_id)   # what is derived per run (hardware, run_metrics), in this transaction
+
+    if f.file_id is not None:   # a stored file parsed again: its rows are replaced
+        store.transaction(lambda con: write(con, f.file_id, True))
+        return None
+    return store.store_file(f.sha256, f.run_id, f.bundled, write,
+                            lambda con: stored_run(con, f.sha256, f.run_id, f.bundled))
+
+
+def run_fields(manifest, *, model, label, torch_version, started_at, path: Path, source: str) -> dict:
+    """The runs row for a file: from its bundle's manifest, else from the options and the file."""
+    m = manifest
+    if m is not None:
+        return dict(model=m.model or model, label=m.label or label, command=" ".join(m.command) if m.command else None,
+                    started_at=_ts(m.started_at), ended_at=_ts(m.ended_at), exit_status=m.exit_status,
+                    end_reason=m.end_reason, host=m.host, git_commit=m.git_commit,
+                    torch_version=m.torch_version or torch_version, triton_version=m.triton_version,
+                    cuda_version=m.cuda_version, python_version=m.python_version, gpu_name=m.gpu_name,
+                    source="bundle" if source == "cli" else source, manifest_json=m.to_json())
+    if started_at is None:
+        started_at = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    return dict(model=model, label=label, command=None, started_at=_ts(started_at), ended_at=None,
+                exit_status=None, end_reason=None, host=None, git_commit=None, torch_version=torch_version,
+                triton_version=None, cuda_version=None, python_version=None, gpu_name=None,
+                source="loose" if source == "cli" else source, manifest_json=None)
+
+
+def _upsert_run(con, run_id: str, run_exists: bool, values: dict) -> None:
+    cols = list(values)
+    if run_exists:
+        # A run seen again (another file of the same bundle or of the same --run-id) only fills gaps.
+        # No ON CONFLICT: DuckLake has no keys; the store guarantees run_exists is current.
+        sets = ", ".join(f"{c} = coalesce({c}, ?)" for c in cols)
+        con.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values.values(), run_id]).fetchall()
+    else:
+        con.execute(f"INSERT INTO runs (run_id, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))})",
+                    [run_id, *values.values()]).fetchall()
+
+
+def _ts(value) -> datetime | None:
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        return value.astimezone(timezone.utc).replace(tzinfo=None)
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(timezone.utc).replace(tzinfo=None)
+    except ValueError:
+        return None

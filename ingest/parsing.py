@@ -1,0 +1,172 @@
+"""One file's content -> a sink: the parse step shared by ingest, summarize and reingest.
+
+``parse_into`` opens the file (gunzipping when needed), runs the parser for its kind and returns
+what was found (``Parsed``); ``refusal`` then says whether the file is a log at all. Parsers never
+raise on bad input: a bad line is ``sink.error``. A row for a table the store does not have is a
+bug in a parser, and raises ``UnknownTableError`` here rather than being set aside.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from . import detect
+from .records import EVENT_TABLES
+from .units import Unit
+
+LINE_KINDS = (detect.TORCH_TRACE, detect.TORCH_LOGS)
+NOT_A_LOG = "not a log: no torch.compile log record, trace record, benchmark row or timing in it"
+
+
+class UnknownTableError(Exception):
+    """A parser emitted a row for a table no migration creates (a bug in that parser)."""
+
+
+def parser_for(kind: str):
+    """kind -> parse(stream, sink), or None for a kind with nothing to parse (a manifest).
+    Imported lazily: each parser is its own module."""
+    if kind == detect.TORCH_TRACE:
+        from .trace import parse_trace
+        return parse_trace
+    if kind == detect.TORCH_LOGS:
+        from .text import parse_text
+        return parse_text
+    if kind == detect.BENCH_CSV:
+        from .bench_csv import parse_bench_csv
+        return parse_bench_csv
+    if kind == detect.TIMINGS:
+        from .timings import parse_timings
+        return parse_timings
+    return None
+
+
+@dataclass
+class Parsed:
+    rows: int = 0
+    errors: int = 0
+    log_records: int = 0      # log records the reader recognised, whether or not they became rows
+
+    @property
+    def recognised(self) -> bool:
+        return bool(self.rows or self.errors or self.log_records)
+
+
+class Stop:
+    """Set from another thread to end the input early (the file turned out to be stored already):
+    the stream then reads as if at its end, and the parser finishes normally."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self) -> None:
+        self.requested = True
+
+
+class FeedStream:
+    """The lines of `inner`, reporting how far into the (maybe compressed) file `raw` we are, and
+    ending early once `stop` is requested."""
+
+    def __init__(self, inner, raw, on_bytes: Callable[[int], None] | None, stop: Stop | None):
+        self.inner, self.raw, self.on_bytes, self.stop = inner, raw, on_bytes, stop
+
+    def __iter__(self):
+        if self.on_bytes is None and self.stop is None:
+            yield from self.inner
+            return
+        n = 0
+        for line in self.inner:
+            yield line
+            n += 1
+            if n & 0x3FFF == 0:
+                if self.on_bytes is not None:
+                    self.on_bytes(self.raw.tell())
+                if self.stop is not None and self.stop.requested:
+                    return
+
+    def read(self, *a):
+        # the text reader pulls 1 MiB blocks through read(): report progress per block
+        if self.stop is not None and self.stop.requested:
+            return b""
+        data = self.inner.read(*a)
+        if self.on_bytes is not None:
+            self.on_bytes(self.raw.tell())
+        return data
+
+    def readline(self, *a):
+        return self.inner.readline(*a)
+
+
+class _Tally:
+    """Counts what one file gave, checks table names, and passes everything on to the sink."""
+
+    def __init__(self, sink):
+        self.sink = sink
+        self.parsed = Parsed()
+        self.unknown: set[str] = set()
+
+    def row(self, table: str, row: dict) -> None:
+        if table not in EVENT_TABLES:
+            self.unknown.add(table)   # raised after the parser returns: parsers catch Exception
+            return
+        self.parsed.rows += 1
+        self.sink.row(table, row)
+
+    def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
+        self.parsed.errors += 1
+        self.sink.error(line_no, kind, message, excerpt)
+
+    def meta(self, key: str, value) -> None:
+        if key == "log_records":       # the text reader's count
+            self.parsed.log_records += value
+            return
+        if key == "trace_stats":       # the trace reader's
+            self.parsed.log_records += value.get("envelopes", 0)
+        self.sink.meta(key, value)
+
+
+def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
+               on_bytes: Callable[[int], None] | None = None, stop: Stop | None = None) -> Parsed:
+    """Parse `unit` as `kind` into `sink`. A file whose events are not counted (see
+    units.counts_events) is not parsed; an unknown kind is one error."""
+    tally = _Tally(sink)
+    if not unit.events:
+        return tally.parsed
+    if kind == detect.UNKNOWN:
+        tally.error(0, "unknown_format", sniffed.reason if sniffed and sniffed.reason else NOT_A_LOG, "")
+        return tally.parsed
+    parse = parser_for(kind)
+    if parse is None:
+        return tally.parsed
+    with open(unit.path, "rb") as raw:
+        inner = detect.open_binary(unit.path) if sniffed and sniffed.gzipped else raw
+        stream = FeedStream(inner, raw, on_bytes, stop) if kind in LINE_KINDS else inner
+        try:
+            parse(stream, tally)
+            why = detect.damage(inner)
+            if why:  # a gzip cut short or damaged: what decoded before it is kept
+                tally.error(0, "truncated", why, "")
+        except (EOFError, OSError) as e:
+            tally.error(0, "truncated", f"the file could not be read to its end: {e}", "")
+        except Exception as e:  # a parser bug must not lose the rest of the file
+            tally.error(0, "internal", f"parser failed: {type(e).__name__}: {e}", "")
+        finally:
+            if inner is not raw:
+                inner.close()
+    if tally.unknown:
+        raise UnknownTableError(f"{kind} parser emitted rows for unknown table(s) {sorted(tally.unknown)}; "
+                                f"add them to records.EVENT_TABLES and a migration")
+    return tally.parsed
+
+
+def refusal(unit: Unit, kind: str, sniffed: detect.Sniffed | None, parsed: Parsed) -> str | None:
+    """Why this file is not a log, or None when it is one. A file in a bundle is what its manifest
+    says; any other file is a log when something in it was recognised."""
+    if unit.role is not None:
+        return None
+    if kind == detect.UNKNOWN:
+        return f"not a log: {sniffed.reason}" if sniffed and sniffed.reason else NOT_A_LOG
+    if not parsed.recognised:
+        if sniffed and sniffed.reason == "empty file":
+            return "not a log: the file is empty"
+        return NOT_A_LOG
+    return None

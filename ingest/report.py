@@ -1,0 +1,46 @@
+"""What an ingest did, file by file: the report the CLI, the Upload page and the inbox show."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STORED, PARTIAL, DUPLICATE, FAILED, SKIPPED = "stored", "partial", "duplicate", "failed", "skipped"
+
+
+@dataclass
+class FileResult:
+    name: str
+    kind: str
+    status: str                     # stored | partial | duplicate | failed | skipped
+    run_id: str | None = None
+    records: dict = field(default_factory=dict)
+    errors: int = 0
+    message: str = ""
+    sha256: str | None = None
+    size_bytes: int = 0
+    # The input was bad (missing, or not a log) rather than the store failing: the CLI exits 2.
+    bad_input: bool = False
+
+    @property
+    def total_records(self) -> int:
+        return sum(self.records.values())
+
+
+@dataclass
+class IngestReport:
+    files: list[FileResult] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for f in self.files if f.status == status)
+
+    @property
+    def errors(self) -> int:
+        return sum(f.errors for f in self.files)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.status == FAILED for f in self.files)
+
+    @property
+    def bad_input(self) -> list[FileResult]:
+        """Inputs named explicitly that were refused: missing, or not a log."""
+        return [f for f in self.files if f.status == FAILED and f.bad_input]

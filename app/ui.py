@@ -275,19 +275,6 @@ def delta_color(better: str | None) -> str:
     return {"higher": "normal", "lower": "inverse"}.get(better or "", "off")
 
 
-def hint_lines(hints: str | None) -> list[str]:
-    """The hints column holds a JSON list (torch 2.7+ graph-break hints) or plain text."""
-    import json
-
-    if not isinstance(hints, str) or not hints:
-        return []
-    try:
-        value = json.loads(hints)
-        return [str(h) for h in value] if isinstance(value, list) else [str(value)]
-    except (ValueError, TypeError):
-        return [hints]
-
-
 # -- tables ----------------------------------------------------------------------------------------
 def table(frame: pd.DataFrame | None, *, key: str | None = None, empty: str | None = None,
           hide: tuple[str, ...] = (), **columns) -> None:

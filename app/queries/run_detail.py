@@ -83,7 +83,7 @@ def breaks(con, f: Filters) -> pd.DataFrame:
            any_value(gb.user_file || ':' || gb.user_line) AS location,
            string_agg(DISTINCT gb.compile_id, ', ' ORDER BY gb.compile_id) AS compile_ids,
            any_value(gb.explanation) AS explanation, any_value(gb.hints) AS hints,
-           any_value(gb.user_stack) AS user_stack, min(gb.line_no) AS first_line
+           any_value(gb.user_stack) AS user_stack, min(gb.line_no) AS first_line, any_value(gb.gb_code) AS gb_code
     FROM graph_breaks gb WHERE gb.run_id = ?
     GROUP BY 1 ORDER BY occurrences DESC LIMIT 500""", f)
 

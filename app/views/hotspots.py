@@ -5,6 +5,7 @@ import streamlit as st
 from app import charts, ui
 from app.filters import from_params
 from app.queries import hotspots
+from deepdive import gb_registry
 
 f = ui.page("Graph-break hotspots")
 url = from_params(ui.url_params())
@@ -62,9 +63,12 @@ elif table is not None:
             b = match.iloc[0]
             st.subheader(ui.md(ui.short(ui.first_text(b["gb_type"], b["reason"], b["break_key"]), 120)))
             code = ui.first_text(b["gb_code"])
+            url = gb_registry.registry_url(code)
+            # its page on PyTorch's graph-break site (the id escaped like all log content; the URL is ours)
+            code_md = f"[{ui.md(code)}]({url})" if url else ui.md(code)
             first = b["first_seen_ever"]
             st.markdown(ui.md(f"{ui.first_text(b['user_file'], '?')}:{b['user_line']} in "
-                              f"{ui.first_text(b['user_function'], '?')}") + (f" · {ui.md(code)}" if code else "")
+                              f"{ui.first_text(b['user_function'], '?')}") + (f" · {code_md}" if code else "")
                         + (f" · first seen {first:%Y-%m-%d}" if pd.notna(first) else "")
                         + (" · **new this week**" if pd.notna(b["new_this_week"]) and bool(b["new_this_week"]) else ""))
             left, right = st.columns(2)
@@ -74,7 +78,7 @@ elif table is not None:
                 if ui.first_text(b["explanation"]):
                     st.markdown("**Explanation**")
                     st.markdown(ui.md(b["explanation"], one_line=False))
-                hints = ui.hint_lines(b["hints"])
+                hints = gb_registry.hint_list(b["hints"])
                 if hints:
                     st.markdown("**Hints**")
                     st.markdown("\n".join(f"- {ui.md(h)}" for h in hints))

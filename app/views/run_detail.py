@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from app import charts, ui
+from app import charts, deep_dive, ui
 from app.filters import from_params
 from app.queries import ranks, run_detail
 
@@ -68,7 +68,7 @@ if diverging is not None and not diverging.empty:
     st.warning("**Ranks diverge** on " + ", ".join(dict.fromkeys(diverging["aspect"])) + ": see the Ranks tab.",
                icon=":material/call_split:")
 tabs = st.tabs(["Compiles", "Compile phases", "Graph breaks", "Recompiles", "Step times", "Benchmark",
-                "Ingest errors", "Raw files", "Ranks"])
+                "Ingest errors", "Raw files", "Ranks", "Stack trie"])
 with tabs[0]:
     compiles = ui.load(run_detail.compiles, f)
     ui.table(compiles, key="rd_compiles", empty="No compiles recorded for this run.",
@@ -99,22 +99,26 @@ with tabs[0]:
                     st.text(metrics.iloc[0]["metrics_json"])
             else:
                 st.caption("This log carries no compilation_metrics for that compile id.")
+            deep_dive.compile_deep_dive(f)
 with tabs[1]:
     d = ui.load(run_detail.phases, f)
     if d is not None:
         st.altair_chart(charts.phase_timeline(d), width="stretch")
     ui.table(ui.load(run_detail.phase_totals, f), key="rd_phase_totals", name=ui.text_col("Phase"),
              count=ui.count_col("Count"), total_s=ui.num_col("Total", "%.2f s"), max_s=ui.num_col("Longest", "%.2f s"))
+    deep_dive.perfetto_download(f)
 with tabs[2]:
     d = ui.load(run_detail.breaks, f)
     if d is not None:
-        d = d.assign(across_runs=[ui.link("hotspots", f.replace(run_id=None), break_key=k) for k in d["break_key"]])
+        d = d.assign(across_runs=[ui.link("hotspots", f.replace(run_id=None), break_key=k) for k in d["break_key"]],
+                     registry=deep_dive.registry_links(d["gb_code"]))
     ui.table(d, key="rd_breaks", empty="No graph breaks in this run.",
-             hide=("break_key", "user_stack", "explanation", "hints"),
+             hide=("break_key", "user_stack", "explanation", "hints", "gb_code"), registry=ui.link_col("Registry", "gb page"),
              occurrences=ui.count_col("Occurrences"), gb_type=ui.text_col("Break type", "medium"),
              reason=ui.text_col("Reason", "large"), location=ui.text_col("User code", "medium"),
              compile_ids=ui.text_col("Compile ids"), first_line=ui.num_col("Log line", "%d"),
              across_runs=ui.link_col("Across runs", "hotspot"))
+    deep_dive.break_explainer(d)
 with tabs[3]:
     ui.table(ui.load(run_detail.recompiles, f), key="rd_recompiles", empty="No recompiles in this run.",
              recompile_no=ui.count_col("#"), compile_id=ui.text_col("Compile id", "small"),
@@ -196,5 +200,7 @@ with tabs[8]:
                  callable=ui.text_col("Callable"), mode=ui.text_col("Mode"), steps=ui.count_col("Steps"),
                  compile_ms=ui.num_col("Compiling steps", "%.0f ms"), steady_ms=ui.num_col("Steady median", "%.3f ms"),
                  steady_p90_ms=ui.num_col("Steady p90", "%.3f ms"))
+with tabs[9]:
+    deep_dive.stack_trie(f)
 
 ui.set_url(f)

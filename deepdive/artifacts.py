@@ -79,6 +79,7 @@ class Artifact:
 
 
 def title(kind: str, name: str | None) -> str:
+    name = name if isinstance(name, str) else None  # a missing name may arrive as NaN from a DataFrame
     if kind == "artifact":
         return name or "artifact"
     base = TITLES.get(kind, kind)
@@ -86,6 +87,7 @@ def title(kind: str, name: str | None) -> str:
 
 
 def language(kind: str, name: str | None, encoding: str) -> str:
+    name = name if isinstance(name, str) else None
     if encoding == "json":
         return "json"
     if kind in _CODE_KINDS or (kind == "artifact" and name and (name.endswith("_graph") or "graph_runnable" in name

@@ -87,16 +87,17 @@ with tabs[0]:
         ui.page_state("rd_cid", url.compile_id, None)
         if st.session_state["rd_cid"] not in ids:
             st.session_state["rd_cid"] = None
-        cid = st.selectbox("Every compilation metric of", ids, key="rd_cid", index=None,
+        cid = st.selectbox("Compile id: every metric, failures, restarts, artifacts", ids, key="rd_cid", index=None,
                            placeholder="pick a compile id")
         if cid:
             f = f.replace(compile_id=cid)
             metrics = ui.load(run_detail.compile_metrics, f)
             if metrics is not None and not metrics.empty and isinstance(metrics.iloc[0]["metrics_json"], str):
-                try:
-                    st.json(json.loads(metrics.iloc[0]["metrics_json"]), expanded=1)
-                except ValueError:
-                    st.text(metrics.iloc[0]["metrics_json"])
+                with st.expander(f"Every compilation metric of {cid}"):
+                    try:
+                        st.json(json.loads(metrics.iloc[0]["metrics_json"]), expanded=1)
+                    except ValueError:
+                        st.text(metrics.iloc[0]["metrics_json"])
             else:
                 st.caption("This log carries no compilation_metrics for that compile id.")
             deep_dive.compile_deep_dive(f)
@@ -110,8 +111,8 @@ with tabs[1]:
 with tabs[2]:
     d = ui.load(run_detail.breaks, f)
     if d is not None:
-        d = d.assign(across_runs=[ui.link("hotspots", f.replace(run_id=None), break_key=k) for k in d["break_key"]],
-                     registry=deep_dive.registry_links(d["gb_code"]))
+        d = d.assign(across_runs=[ui.link("hotspots", f.replace(run_id=None), break_key=k) for k in d["break_key"]])
+        d.insert(d.columns.get_loc("gb_type") + 1, "registry", deep_dive.registry_links(d["gb_code"]))
     ui.table(d, key="rd_breaks", empty="No graph breaks in this run.",
              hide=("break_key", "user_stack", "explanation", "hints", "gb_code"), registry=ui.link_col("Registry", "gb page"),
              occurrences=ui.count_col("Occurrences"), gb_type=ui.text_col("Break type", "medium"),

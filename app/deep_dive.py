@@ -38,14 +38,14 @@ def compile_deep_dive(f: Filters) -> None:
         for r in fails.itertuples():
             if r.fail_type:
                 # a warning, not st.error: the compile failed, the page did not
-                st.warning(f"**[{r.compile_id}] failed: {r.fail_type}**" + (f" at `{r.fail_at}`" if r.fail_at else ""),
-                           icon=":material/error:")
+                st.warning(f"**{ui.md(f'[{r.compile_id}] failed: {r.fail_type}')}**"
+                           + (f" at {ui.md(r.fail_at)}" if r.fail_at else ""), icon=":material/error:")
                 if r.fail_reason:
                     st.code(r.fail_reason, language=None)
             restarts = gb_registry.hint_list(r.restart_reasons)
             if restarts:
-                st.warning(f"**[{r.compile_id}] restarted** because:\n" + "\n".join(f"- {x}" for x in restarts),
-                           icon=":material/replay:")
+                st.warning(f"**{ui.md(f'[{r.compile_id}] restarted')}** because:\n"
+                           + "\n".join(f"- {ui.md(x)}" for x in restarts), icon=":material/replay:")
     specs = ui.load(q.specialisations, f)
     if specs is not None and not specs.empty:
         st.markdown("**Symbolic shape specialisations**")
@@ -117,7 +117,8 @@ def break_explainer(breaks: pd.DataFrame | None) -> None:
     b = breaks[breaks["break_key"] == key].iloc[0]
     url = gb_registry.registry_url(b["gb_code"])
     if url:
-        st.markdown(f"**[{b['gb_code']}: {ui.first_text(b['gb_type'])}]({url})** on PyTorch's graph-break site")
+        # log content escaped; the URL is built here from the id's digits
+        st.markdown(f"**[{ui.md(b['gb_code'] + ': ' + ui.first_text(b['gb_type']))}]({url})** on PyTorch's graph-break site")
     else:
         st.caption("This break has no graph-break registry id (torch before 2.8, or an unstructured reason).")
     if ui.first_text(b["explanation"]):
@@ -126,7 +127,7 @@ def break_explainer(breaks: pd.DataFrame | None) -> None:
     hints = gb_registry.hint_list(b["hints"])
     if hints:
         st.markdown("**Hints**")
-        st.markdown("\n".join(f"- {h}" for h in hints))
+        st.markdown("\n".join(f"- {ui.md(h)}" for h in hints))
     if ui.first_text(b["user_stack"]):
         st.markdown("**User stack**")
         st.code(b["user_stack"], language="python")

@@ -3,6 +3,7 @@ artifacts open one at a time and show the logged payload, specialisations, failu
 the Perfetto download, and graph breaks explained with their registry page."""
 from __future__ import annotations
 
+from app import ui
 from deepdive import artifacts, gb_registry
 from ingest.store import Store
 from test_pages import PAGES, _ok, _table, _texts
@@ -46,7 +47,7 @@ def test_failed_compile_says_why(app_at, real_db):
     rid = _run(real_db, "graph_break_skip.log.gz")
     at = app_at(real_db, PAGES["run_detail"], query={"run": rid, "cid": "0/0", **WIDE})
     _ok(at)
-    assert any("failed: Unsupported" in w.value for w in at.warning)
+    assert any(ui.md("[0/0] failed: Unsupported") in w.value for w in at.warning)
 
 
 def test_graph_break_explained_with_its_registry_page(app_at, real_db):
@@ -66,4 +67,4 @@ def test_graph_break_explained_with_its_registry_page(app_at, real_db):
     text = _texts(at)
     assert f"({gb_registry.registry_url(b['gb_code'])})" in text
     for hint in gb_registry.hint_list(b["hints"]):
-        assert f"- {hint}" in text
+        assert f"- {ui.md(hint)}" in text

@@ -107,7 +107,8 @@ def selections(db: Path) -> dict[str, list[tuple[str, dict]]]:
     out: dict[str, list[tuple[str, dict]]] = defaultdict(list)
     if first and last:  # the whole year at once: the most rows a window can hold
         year = {"from": first.isoformat(), "to": last.isoformat()}
-        for page in ("views/overview.py", "views/hotspots.py", "views/recompiles.py", "views/trends.py"):
+        for page in ("views/overview.py", "views/hotspots.py", "views/recompiles.py", "views/trends.py",
+                     "views/compile_time.py"):
             out[page].append(("whole year", year))
         out["views/hotspots.py"].append(("year, search 'item()'", {**year, "q": "item()"}))
         out["views/hotspots.py"].append(("year, only new", {**year, "new": "1"}))
@@ -162,9 +163,15 @@ def render(page: str, query: dict, timeout: float):
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
+    at = AppTest.from_file(str(MAIN), default_timeout=timeout)
+    # Before its first run AppTest.switch_page finds only pages whose url_path is their file's
+    # stem (others silently render the default page); after one run it finds every declared page.
+    # That run is not this page's: untimed, its queries unrecorded, its caches cleared.
+    label, _current["label"] = _current["label"], None
+    at.run()
+    _current["label"] = label
     st.cache_data.clear()
     st.cache_resource.clear()
-    at = AppTest.from_file(str(MAIN), default_timeout=timeout)
     at.switch_page(page)
     for k, v in query.items():
         at.query_params[k] = v

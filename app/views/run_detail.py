@@ -63,7 +63,7 @@ with st.expander("Manifest"):
         st.text(run["manifest_json"])
 
 rank_view = ui.load(ranks.per_rank, f)
-diverging = ui.load(ranks.divergence, f)
+diverging = None if rank_view is None else ranks.divergence_from(rank_view)  # no second query
 if diverging is not None and not diverging.empty:
     st.warning("**Ranks diverge** on " + ", ".join(dict.fromkeys(diverging["aspect"])) + ": see the Ranks tab.",
                icon=":material/call_split:")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, public_paths, run_of, trace_paths
+from deep_support import FIXTURES, public_paths, run_of, trace_paths
 from deepdive import artifacts, show
 from deepdive.errors import NotFoundError
 from ingest.trace.parsers.artifacts import PAYLOAD_EVENTS, VALUE_EVENTS

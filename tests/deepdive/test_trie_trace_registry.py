@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import public_paths, run_of
+from deep_support import public_paths, run_of
 from compilewatch.cli import main
 from deepdive import gb_registry, perfetto, stack_trie
 from deepdive.errors import NotFoundError

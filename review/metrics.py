@@ -13,7 +13,7 @@ from dataclasses import dataclass
 class Metric:
     name: str
     label: str
-    unit: str          # "x", "ms", "s", "bytes", "" (a count), "ratio"
+    unit: str          # "x", "ms", "s", "bytes", "count", "ratio" (as run_metrics writes them)
     direction: str     # "higher" or "lower" is better
     kind: str          # "timing" | "count" | "info" (shown, never gated)
 
@@ -28,10 +28,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("iteration_time", "Iteration time (training step, end to end)", "ms", "lower", "timing"),
     Metric("compile_time", "Compile time (incl. recompiles)", "s", "lower", "timing"),
     Metric("peak_memory", "Peak memory", "bytes", "lower", "timing"),
-    Metric("graph_breaks", "Graph breaks", "", "lower", "count"),
-    Metric("recompiles", "Recompiles", "", "lower", "count"),
-    Metric("limit_hits", "Recompile-limit hits", "", "lower", "count"),
-    Metric("failures", "Failed compiles", "", "lower", "count"),
+    Metric("graph_breaks", "Graph breaks", "count", "lower", "count"),
+    Metric("recompiles", "Recompiles", "count", "lower", "count"),
+    Metric("limit_hits", "Recompile-limit hits", "count", "lower", "count"),
+    Metric("failures", "Failed compiles", "count", "lower", "count"),
     Metric("cache_hit_rate", "Compile-cache hit rate", "ratio", "higher", "info"),
 )}
 
@@ -65,4 +65,6 @@ def fmt(value, unit: str) -> str:
         return f"{value / 2**20:,.1f} MiB"
     if unit == "ratio":
         return f"{100 * value:.0f}%"
+    if unit == "count":
+        unit = ""
     return f"{value:,.1f}" if value != int(value) else f"{int(value):,}"

@@ -64,7 +64,7 @@ def verdict_chart(r: Review, v: Verdict) -> alt.Chart | None:
     colour = alt.Color("side:N", scale=alt.Scale(domain=["baseline", "candidate"], range=["#64748b", "#dc2626"
                        if v.worse else "#16a34a"]), legend=alt.Legend(orient="bottom", title=None))
     points = alt.Chart(frame).mark_point(filled=True, size=70).encode(
-        x=alt.X("time:T", title=None), y=alt.Y("value:Q", title=f"{m.label} ({unit})" if unit else m.label,
+        x=alt.X("time:T", title=None, scale=alt.Scale(padding=14)), y=alt.Y("value:Q", title=f"{m.label} ({unit})" if unit else m.label,
                                               scale=alt.Scale(zero=False)),
         color=colour, tooltip=["run", "side", "value"])
     rule = alt.Chart(pd.DataFrame({"y": [v.baseline.median / scale]})).mark_rule(strokeDash=[4, 3], color="#64748b") \

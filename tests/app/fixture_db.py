@@ -203,4 +203,7 @@ def build(store, **kw) -> dict[str, int]:
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _fixture")
             con.unregister("_fixture")
             counts[table] = len(frame)
+        # hardware and run_metrics, derived from the rows as ingest derives them
+        from ingest.derived import refresh_all
+        refresh_all(con)
     return counts

@@ -26,7 +26,7 @@ def _hardware_of(con) -> dict[str, str]:
 
 def test_hardware_comes_from_the_manifest(samples_con):
     hw = set(_hardware_of(samples_con).values())
-    assert {"NVIDIA H200", "CPU"} <= hw
+    assert {"NVIDIA H200 ×1", "CPU ×1"} <= hw, hw
 
 
 @pytest.mark.parametrize("base, cand", [("torch=2.11", "torch=2.13"), ("torch=2.13", "torch=2.14"),
@@ -51,7 +51,7 @@ def test_cpu_torch_versions_compare_on_the_same_hardware(samples_con):
     r = review(samples_con, parse_spec("torch=2.13"), parse_spec("torch=2.14"))
     judged = {(v.model, v.metric) for v in r.verdicts}
     assert ("item_branch", "graph_breaks") in judged and ("varying_batch", "recompiles") in judged
-    assert {v.hardware for v in r.verdicts} == {"CPU"}
+    assert {v.hardware for v in r.verdicts} == {"CPU ×1"}
     # one run per model and side: timings cannot be judged, counts can (they are exact)
     timing = [v for v in r.verdicts if v.metric in ("speedup", "step_time", "compile_time")]
     assert timing and all(v.status == "insufficient_data" for v in timing)

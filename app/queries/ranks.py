@@ -7,6 +7,7 @@ graph breaks) and says, for each rank outside the reference group, how it differ
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -14,6 +15,8 @@ import pandas as pd
 
 from app.filters import Filters
 from app.queries.common import df
+from deepdive import artifacts
+from ingest.errors import CompileWatchError
 from ingest.rank_names import RANK_IN_NAME
 
 # The run's files with the rank their name gives; every per-rank query starts here.
@@ -32,7 +35,8 @@ def per_rank(con, f: Filters) -> pd.DataFrame:
     """One row per rank: compiles, compile_ids (frame/compile ids without attempt, in order),
     graphs (compiles that produced a graph with ops), failures, compile_time_s, recompiles,
     recompiled (function names), graph_breaks, break_types, cache_hits, cache_misses, cache_pattern
-    ("compile_id cache outcome" in log order), files. Rank is null where neither the file name nor
+    ("compile_id cache outcome" in log order), execution_order (compile ids of the graph calls, when
+    the job logged graph_execution), files. Rank is null where neither the file name nor
     the records say."""
     compiles = df(con, f"""
     WITH {_FILES}
@@ -62,14 +66,36 @@ def per_rank(con, f: Filters) -> pd.DataFrame:
            list(concat_ws(' ', {_CID}, e.cache, e.outcome) ORDER BY e.file_id, e.line_no) AS cache_pattern
     FROM cache_events e LEFT JOIN fr USING (file_id) WHERE e.run_id = ? GROUP BY ALL""", _params(f))
     out = compiles
-    for part in (recompiles, breaks, cache):
+    for part in (recompiles, breaks, cache, _execution_orders(con, f)):
         out = out.merge(part, on="rank", how="outer")
     for col in ("compiles", "graphs", "failures", "recompiles", "graph_breaks", "cache_hits", "cache_misses", "files"):
         out[col] = out[col].fillna(0).astype(int)
     out["compile_time_s"] = out["compile_time_s"].astype(float)
     out["compile_ids"] = [sorted(_as_list(v), key=compile_id_order) for v in out["compile_ids"]]
     out["cache_pattern"] = [_as_list(v) for v in out["cache_pattern"]]
+    out["execution_order"] = [_as_list(v) for v in out["execution_order"]]
     return out.sort_values("rank", na_position="last").reset_index(drop=True)
+
+
+def _execution_orders(con, f: Filters) -> pd.DataFrame:
+    # torch._inductor.debug.record_and_log_graph_execution_order() logs a ``graph_execution``
+    # artifact per rank: the compile id of every compiled graph call, in call order
+    found = df(con, f"""
+    WITH {_FILES}
+    SELECT coalesce(fr.name_rank, a.rank) AS rank, a.file_id, a.line_no
+    FROM artifacts a LEFT JOIN fr USING (file_id)
+    WHERE a.run_id = ? AND a.kind = 'artifact' AND a.name = 'graph_execution'
+    ORDER BY a.file_id, a.line_no""", _params(f))
+    orders: dict = {}
+    for row in found.itertuples():
+        try:
+            doc = json.loads(artifacts.fetch(con, f.run_id, row.file_id, row.line_no).text)
+            calls = [str(c.get("compile_id")) for c in doc.get("graph_execution_order") or [] if isinstance(c, dict)]
+        except (ValueError, AttributeError, CompileWatchError):
+            continue  # a payload that is not the documented JSON says nothing about the order
+        orders.setdefault(None if pd.isna(row.rank) else int(row.rank), []).extend(calls)
+    return pd.DataFrame({"rank": list(orders), "execution_order": list(orders.values())},
+                        columns=["rank", "execution_order"]).astype({"rank": "Int64"})
 
 
 def _as_list(v) -> list:
@@ -119,14 +145,13 @@ def _pattern_text(p) -> str:
     return f"{hits} hit(s), {misses} miss(es)"
 
 
-ASPECTS = (
-    _Aspect("compile ids", lambda r: tuple(r.compile_ids), _ids_text),
-    _Aspect("graphs", lambda r: int(r.graphs), str),
-    _Aspect("cache hits/misses", lambda r: tuple(r.cache_pattern), _pattern_text),
-    # counts, with the names behind them so the difference can say which ones
-    _Aspect("recompiles", lambda r: (int(r.recompiles), _names(r.recompiled, ", ")), lambda v: str(v[0])),
-    _Aspect("graph breaks", lambda r: (int(r.graph_breaks), _names(r.break_types, " | ")), lambda v: str(v[0])),
-)
+
+
+def _order_text(calls) -> str:
+    if not calls:
+        return "not logged"
+    head = ", ".join(calls[:8]) + (" …" if len(calls) > 8 else "")
+    return f"{len(calls)} graph call(s): {head}"
 
 
 def _names(text, sep: str) -> tuple:
@@ -150,7 +175,12 @@ def _difference(aspect: str, value, reference) -> str:
         detail = ([f"has {', '.join(extra[:6])}{' …' if len(extra) > 6 else ''}"] if extra else []) + \
                  ([f"lacks {', '.join(missing[:6])}{' …' if len(missing) > 6 else ''}"] if missing else [])
         return text + (f" ({'; '.join(detail)})" if detail else "")
-    if isinstance(value, tuple):
+    if aspect == "execution order":
+        first = next((i for i, (a, b) in enumerate(zip(value, reference)) if a != b), None)
+        if first is None:
+            return f"{len(value)} graph call(s) vs {len(reference)}: the same order as far as both go"
+        return f"call #{first + 1} ran {value[first]} here, {reference[first]} in the reference"
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], tuple):
         (n, names), (ref_n, ref_names) = value, reference
         only_here = [x for x in names if x not in ref_names]
         only_there = [x for x in ref_names if x not in names]
@@ -158,6 +188,17 @@ def _difference(aspect: str, value, reference) -> str:
                  ([f"only in reference: {', '.join(only_there)}"] if only_there else [])
         return f"{n} vs {ref_n} ({n - ref_n:+d})" + (f"; {'; '.join(detail)}" if detail else "")
     return f"{value} vs {reference} ({value - reference:+d})"
+
+
+ASPECTS = (
+    _Aspect("compile ids", lambda r: tuple(r.compile_ids), _ids_text),
+    _Aspect("graphs", lambda r: int(r.graphs), str),
+    _Aspect("cache hits/misses", lambda r: tuple(r.cache_pattern), _pattern_text),
+    _Aspect("execution order", lambda r: tuple(r.execution_order), _order_text),
+    # counts, with the names behind them so the difference can say which ones
+    _Aspect("recompiles", lambda r: (int(r.recompiles), _names(r.recompiled, ", ")), lambda v: str(v[0])),
+    _Aspect("graph breaks", lambda r: (int(r.graph_breaks), _names(r.break_types, " | ")), lambda v: str(v[0])),
+)
 
 
 def divergence_from(ranks: pd.DataFrame) -> pd.DataFrame:

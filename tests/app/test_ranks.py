@@ -138,6 +138,32 @@ def test_public_logs_without_rank_keys(public_logs, tmp_path):
     assert ids["3"] == "has " + ", ".join(f"0/{i}" for i in range(1, 7))
 
 
+def test_public_graph_execution_order(public_logs, tmp_path):
+    """graph_exec_order_tests: both ranks compiled 0/0 and 0/1 and hit/missed the caches alike, but
+    called the graphs in a different order (tlparse: "Graph execution order differs across ranks");
+    the order is each rank's graph_execution artifact."""
+    store = Store.open(tmp_path / "cw.duckdb")
+    paths = sorted(public_logs.glob("tlparse__graph_exec_order_tests__*.log"))
+    assert ingest_paths(store, paths, run_id="geo").ok
+    logged = {}
+    for p in paths:
+        lines = p.read_text().splitlines()
+        i = next(n for n, line in enumerate(lines) if '"name": "graph_execution"' in line)
+        payload = []
+        for line in lines[i + 1:]:
+            if not line.startswith("\t"):
+                break
+            payload.append(line[1:])
+        logged[rank_from_name(p.name)] = [c["compile_id"] for c in json.loads("\n".join(payload))["graph_execution_order"]]
+    with store.read() as con:
+        per = ranks.per_rank(con, Filters(run_id="geo")).set_index("rank")
+        div = ranks.divergence(con, Filters(run_id="geo"))
+    assert {r: per.loc[r, "execution_order"] for r in (0, 1)} == logged
+    assert list(div["aspect"]) == ["execution order"]
+    first = next(i for i, (a, b) in enumerate(zip(logged[1], logged[0])) if a != b)
+    assert div.iloc[0]["difference"] == f"call #{first + 1} ran {logged[1][first]} here, {logged[0][first]} in the reference"
+
+
 def test_cli_ranks(ranks_db, capsys):
     from compilewatch import cli
 

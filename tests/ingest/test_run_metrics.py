@@ -153,3 +153,20 @@ def test_a_store_from_before_is_backfilled_on_migration_and_by_reingest(tmp_path
         assert con.execute("SELECT count(*) FROM timing_summaries").fetchone()[0] == 2
         after = dict(con.execute("SELECT metric, count(*) FROM run_metrics GROUP BY metric").fetchall())
     assert after == metrics
+
+
+def test_world_size_of_a_two_rank_job_is_part_of_its_hardware(tmp_path):
+    """A real 2-rank torchrun bundle from before the collector wrote world_size: two timings files
+    and two trace ranks say so."""
+    bundle = REPO / "tests/fixtures/ranks/ddp_same.tar.gz"
+    if not bundle.exists():
+        pytest.skip("no multi-rank fixture")
+    store = Store.open(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, [bundle]).ok
+    with store.read() as con:
+        assert con.execute("SELECT hardware, world_size FROM runs").fetchall() == [("CPU ×2", 2)]
+        # compile time is the slowest rank's, not the two ranks added up
+        per_rank = con.execute("SELECT max(s), sum(s) FROM (SELECT sum(entire_frame_compile_time_s) AS s "
+                               "FROM compiles GROUP BY rank)").fetchone()
+        (value,) = con.execute("SELECT value FROM run_metrics WHERE metric = 'compile_time'").fetchone()
+    assert value == pytest.approx(per_rank[0]) and value < per_rank[1]

@@ -140,11 +140,18 @@ def _describe_break(rows: pd.DataFrame) -> Evidence:
         "hints": None if pd.isna(r["hints"]) else r["hints"]})
 
 
+def _guard_text(raw) -> str:
+    """A failed guard as torch prints it, without the trailing source comment and its machine path."""
+    if not isinstance(raw, str) or not raw:
+        return "?"
+    return raw.split("  #")[0].split(" # ")[0].strip()
+
+
 def _describe_recompile(rows: pd.DataFrame) -> Evidence:
     r = rows.iloc[0]
     where = "" if pd.isna(r["line"]) else f" ({_where(r['file'])}:{int(r['line'])})"
     guard = r["guard"] if isinstance(r["guard"], str) else "?"
-    return Evidence("recompile", f"{r['key']}{where} recompiled; failed guard: {guard}", {
+    return Evidence("recompile", f"{r['key']}{where} recompiled; failed guard: {_guard_text(guard)}", {
         "function": r["key"], "file": None if pd.isna(r["file"]) else r["file"],
         "line": None if pd.isna(r["line"]) else int(r["line"]), "guard": guard,
         "category": None if pd.isna(r["category"]) else r["category"],
@@ -153,7 +160,7 @@ def _describe_recompile(rows: pd.DataFrame) -> Evidence:
 
 def _describe_guard(rows: pd.DataFrame) -> Evidence:
     r = rows.iloc[0]
-    return Evidence("guard_category", f"{r['key']} guard failures, e.g. {r['function']}: {r['guard']}", {
+    return Evidence("guard_category", f"{r['key']} guard failures, e.g. {r['function']}: {_guard_text(r['guard'])}", {
         "category": r["key"], "function": r["function"], "guard": r["guard"], "hint": guard_hint(r["key"])})
 
 

@@ -6,7 +6,6 @@ Pages stay thin: ``f = ui.page("Title")`` then ``frame = ui.load(queries.x.fn, f
 from __future__ import annotations
 
 import importlib
-import re
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Callable
@@ -18,6 +17,7 @@ import streamlit as st
 from app import bootstrap, settings
 from app.filters import Filters, from_params, to_params
 from app.queries import common
+from compilewatch import safetext
 from ingest.errors import CompileWatchError
 
 UPLOAD_PAGE = "views/upload.py"
@@ -210,35 +210,14 @@ def link(page_path: str, f: Filters, **fields) -> str:
 
 # -- log content is data ----------------------------------------------------------------------------
 # Reasons, file and function names, labels, model names and run ids come from files anyone can
-# upload. Wherever Streamlit renders Markdown (st.markdown, captions, headers, widget and link
-# labels, alert bodies) they go through md(), so a link, remote image, HTML tag, backtick or LaTeX
-# in a log shows as the characters it is and the browser fetches nothing. Tables, st.text, st.code
-# and chart tooltips show text already.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_AUTOLINK = re.compile(r"(?i)(:(?=//)|www(?=\.)|\w(?=@))()")
-_MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character: CommonMark escapes them all
-
-
-def plain(value) -> str:
-    """Text with control characters (ANSI escapes, NUL, bare CR) made visible as \\xNN."""
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return ""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+# upload: wherever Streamlit renders Markdown (st.markdown, captions, headers, widget and link
+# labels, alerts) they go through md(). Tables, st.text, st.code and chart tooltips show text already.
+plain = safetext.plain
 
 
 def md(value, *, one_line: bool = True) -> str:
-    """Log content escaped for any place that renders Markdown: shown exactly as text, never as a
-    link, image, HTML, code span, emphasis, LaTeX or colour directive."""
-    text = plain(value)
-    if one_line:
-        text = text.replace("\n", " ")
-    else:
-        text = text.replace("\n", "  \n")
-    # Streamlit turns bare URLs, www. names and e-mail addresses into links after escapes are
-    # resolved, so a backslash cannot stop that: a word joiner (invisible, zero width) inside the
-    # pattern does.
-    text = _AUTOLINK.sub("\\1\u2060", text)
-    return _MD_PUNCT.sub(r"\\\1", text)
+    """Log content escaped for any place that renders Markdown (compilewatch/safetext.py)."""
+    return safetext.markdown(value, one_line=one_line)
 
 
 def short(text, n: int = 80) -> str:

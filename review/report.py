@@ -10,6 +10,8 @@ from datetime import datetime, timezone
 import altair as alt
 import pandas as pd
 
+from compilewatch import safetext
+
 from .detect import IMPROVEMENT, REGRESSION, SUSPICIOUS, Verdict
 from .metrics import fmt, metric as metric_of
 from .weekly import Review
@@ -181,8 +183,8 @@ def to_html(r: Review, title: str = "compilewatch weekly review") -> str:
 
 
 def _md_cell(x) -> str:
-    s = "" if x is None or (not isinstance(x, str) and pd.isna(x)) else str(x)
-    return s.replace("|", "\\|").replace("\n", " ")
+    # log content is data: escaped so a reason holding a link, image or HTML shows as text
+    return safetext.markdown(x)
 
 
 def _md_table(frame: pd.DataFrame, columns: dict[str, str]) -> str:
@@ -196,20 +198,20 @@ def _md_table(frame: pd.DataFrame, columns: dict[str, str]) -> str:
 def _md_verdict(v: Verdict) -> str:
     lines = [f"- **{_STATUS_WORD.get(v.status, v.status)}: {_md_cell(_title(v))}** ({_change(v)}) — {_md_cell(v.summary)}"]
     for e in v.evidence:
-        text = f"`{e.text}`" if e.kind == "command" else _md_cell(e.text)
+        text = _md_cell(e.text)
         lines.append(f"  - {e.kind}: {text}" + (f" — hint: {_md_cell(e.fields['hint'])}" if e.fields.get("hint") else ""))
     return "\n".join(lines)
 
 
 def to_markdown(r: Review, title: str = "compilewatch weekly review") -> str:
     """The same review as Markdown that pastes into meeting notes (no charts; figures in text)."""
-    head = " · ".join(f"{k}: **{v}**" for k, v in _headline(r))
+    head = " · ".join(f"{k}: **{_md_cell(v)}**" for k, v in _headline(r))
     worse = "\n".join(_md_verdict(v) for v in r.regressions + r.suspicious) or "Nothing got worse beyond the rules and the noise."
     better = "\n".join(_md_verdict(v) for v in r.improvements) or "Nothing got better beyond the noise."
-    cps = "\n".join(f"- {c.model} · {c.hardware}: {_md_cell(c.summary)}" for c in r.changepoints) or "No confirmed change point."
+    cps = "\n".join(f"- {_md_cell(c.model)} · {_md_cell(c.hardware)}: {_md_cell(c.summary)}" for c in r.changepoints) or "No confirmed change point."
     notes = "\n".join(f"- {_md_cell(n.text)}" for n in r.notes)
     hot = r.hotspots.assign(hint=[_hint_text(h) for h in r.hotspots.get("hints", [])]) if len(r.hotspots) else r.hotspots
-    parts = [f"# {title}", "", f"Candidate: **{r.candidate}** · Baseline: **{r.baseline}**", "", head, "",
+    parts = [f"# {title}", "", f"Candidate: **{_md_cell(r.candidate)}** · Baseline: **{_md_cell(r.baseline)}**", "", head, "",
              "## Got worse", "", worse, "", "## Got better", "", better, "", "## Since when: change points", "", cps, ""]
     if notes:
         parts += ["## Not compared", "", notes, ""]

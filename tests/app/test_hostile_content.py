@@ -141,6 +141,32 @@ def test_log_content_never_renders_on_any_page(tmp_path):
                         assert needle in made["text"], (name, needle)
                 if name == "hotspots":
                     assert "<script>alert('x')</script>" in made["text"] and "evil`[f](" in made["text"]
+        # The HTML report of `compilewatch report` over the same store, opened in Chromium too.
+        import subprocess
+        import sys
+        for fmt in ("html", "md"):
+            out = tmp_path / f"report.{fmt}"
+            done = subprocess.run([sys.executable, "-m", "compilewatch", "report", "--db", str(db), "--since", "60d",
+                                   "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-2000:]
+        html_text = (tmp_path / "report.html").read_text()
+        assert "EVIL" in html_text, "the crafted break is in the report (else nothing is tested)"
+        assert f"<img src={tracker}" not in html_text and f'href="{tracker}' not in html_text
+        assert "<script>alert" not in html_text
+        md_text = (tmp_path / "report.md").read_text()
+        assert "EVIL" in md_text
+        from markdown_it import MarkdownIt  # rich's Markdown renderer: CommonMark with GFM tables
+        rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(md_text)
+        assert "EVIL" in rendered and "<img" not in rendered and "<a " not in rendered and "<script" not in rendered
+        with chromium_page() as page:
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.on("request", lambda r: foreign.append(r.url) if r.url.startswith(tracker) else None)
+            page.goto((tmp_path / "report.html").as_uri())
+            page.wait_for_timeout(1000)
+            assert page.evaluate("(t) => document.querySelectorAll(`a[href^='${t}'], img[src^='${t}']`).length",
+                                 tracker) == 0
+            assert "![px](" in page.evaluate("document.body.innerText")
+            page.screenshot(path=str(SHOTS / "report.png"), full_page=True)
     finally:
         server.shutdown()
     assert dialogs == []

@@ -1,0 +1,49 @@
+"""Log content is data: the one place that turns text from a log or an upload (graph-break reasons,
+file and function names, labels, model names, run ids) into something safe to show.
+
+Anyone can upload a log, so its strings may hold Markdown, HTML, <script>, backticks, LaTeX, ANSI
+escapes and other control characters. Wherever Markdown is rendered (Streamlit's st.markdown,
+captions, headings, widget and link labels, alerts; the Markdown report) they go through
+``markdown()``; where text goes to a terminal, through ``plain()``. HTML output uses html.escape.
+A leaf module: every package may import it.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# every ASCII punctuation character: CommonMark lets each be backslash-escaped
+_MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
+# Renderers (Streamlit's remark-gfm among them) turn bare URLs, www. names and e-mail addresses into
+# links after escapes are resolved, so a backslash cannot stop them: a word joiner (U+2060,
+# invisible, zero width) inside the pattern does.
+_AUTOLINK = re.compile(r"(?i)(:(?=//)|www(?=\.)|\w(?=@))")
+
+
+def _str(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    try:
+        import pandas as pd  # NA and NaT are not floats
+
+        if not isinstance(value, str) and pd.isna(value):
+            return ""
+    except (ImportError, TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def plain(value) -> str:
+    """Text with control characters (ANSI escapes, NUL, bare CR, BEL) shown as \\xNN instead of
+    acting on a terminal or breaking a line; newlines and tabs are kept."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", _str(value))
+
+
+def markdown(value, *, one_line: bool = True) -> str:
+    """Text escaped for anything that renders Markdown: shown as the characters it is, never as a
+    link, image, HTML, code span, emphasis, table cell break, LaTeX or colour directive."""
+    text = plain(value)
+    text = text.replace("\n", " ") if one_line else text.replace("\n", "  \n")
+    text = _AUTOLINK.sub("\\1\u2060", text)
+    return _MD_PUNCT.sub(r"\\\1", text)

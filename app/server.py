@@ -11,6 +11,9 @@ from pathlib import Path
 MAIN = Path(__file__).resolve().parent / "main.py"
 
 OPTIONS: dict[str, object] = {
+    # Only this machine can connect unless told otherwise (`compilewatch dashboard --address`, the
+    # listen_address setting): a team server is exposed on purpose, behind login or a proxy.
+    "server.address": "127.0.0.1",
     # A day of TORCH_TRACE from a multi-rank job is easily past Streamlit's 200 MB default.
     "server.maxUploadSize": 2048,
     "browser.gatherUsageStats": False,
@@ -19,5 +22,6 @@ OPTIONS: dict[str, object] = {
 }
 
 
-def streamlit_flags() -> list[str]:
-    return [f"--{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in OPTIONS.items()]
+def streamlit_flags(overrides: dict[str, object] | None = None) -> list[str]:
+    options = {**OPTIONS, **(overrides or {})}
+    return [f"--{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in options.items()]

@@ -384,15 +384,18 @@ def cmd_store_copy(args) -> int:
 
 @command("dashboard", "start the Streamlit dashboard on this database",
          db_arg(),
-         arg("--port", type=int, default=8501, help="port to serve on (default %(default)s)"))
+         arg("--port", type=int, default=8501, help="port to serve on (default %(default)s)"),
+         arg("--address", default=None, help="address to listen on (env COMPILEWATCH_LISTEN_ADDRESS; default "
+                                            "127.0.0.1: this machine only; 0.0.0.0 for every interface)"))
 def cmd_dashboard(args) -> int:
     import subprocess
 
     from app import server
 
     env = dict(os.environ, **{settings.BY_NAME["db"].env: args.db})
+    address = args.address or settings.get("listen_address")
     return subprocess.call([sys.executable, "-m", "streamlit", "run", str(server.MAIN), "--server.port", str(args.port),
-                            *server.streamlit_flags()], env=env)
+                            *server.streamlit_flags({"server.address": address})], env=env)
 
 
 @command("ranks", "a run's ranks side by side, and the ranks that diverged",

@@ -74,6 +74,12 @@ SETTINGS: tuple[Setting, ...] = (
         "(each file is also capped by Streamlit's server.maxUploadSize in .streamlit/config.toml).",
     ),
     Setting(
+        "listen_address", "COMPILEWATCH_LISTEN_ADDRESS", "127.0.0.1",
+        "Address `compilewatch dashboard` listens on: 127.0.0.1 lets only this machine in; a team server "
+        "sets 0.0.0.0 (or one interface) and puts login (st.login) or a reverse proxy in front.",
+        secret=False, option="--address",
+    ),
+    Setting(
         "sample_logs", "COMPILEWATCH_SAMPLE_LOGS", "sample_logs",
         "Folder ingested once when the dashboard starts on an empty database, so a newcomer sees real data.",
     ),

@@ -115,7 +115,7 @@ def frame_versions(con, f: Filters, top: int = 10) -> pd.DataFrame:
 def runtime_linkage(con, f: Filters) -> pd.DataFrame:
     """Per compiled callable (model, callable, torch version) over the filtered runs' timing hooks:
     runs, calls (timed calls), compile_steps (calls that compiled, recompiles included),
-    steady_ms (median steady call), compile_ms (time of the compiling calls), compile_cost_ms
+    steady_ms (median steady call: run_metrics' step_time, which pools a run's ranks), compile_ms (time of the compiling calls), compile_cost_ms
     (compile_ms minus what those calls would have taken at steady speed), eager_ms (median steady
     call of the same runs' eager reference: the bench's eager latency, else an eager-mode callable),
     saved_ms (eager_ms - steady_ms) and break_even_steps (steady calls until the compile paid for
@@ -135,12 +135,21 @@ def runtime_linkage(con, f: Filters) -> pd.DataFrame:
         SELECT b.run_id, median(b.eager_latency_ms) AS eager_ms FROM bench_results b JOIN fr USING (run_id)
         WHERE b.eager_latency_ms > 0 GROUP BY b.run_id
     ),
-    per_run AS (
+    per_run0 AS (
         SELECT run_id, model, torch_version, callable, mode, count(*) AS calls,
                count(*) FILTER (WHERE phase = 'compile') AS compile_steps,
                median(duration_ms) FILTER (WHERE phase = 'steady') AS steady_ms,
                sum(duration_ms) FILTER (WHERE phase = 'compile') AS compile_ms
         FROM s WHERE mode IN ('compiled', 'marked') GROUP BY ALL
+    ),
+    steady AS (
+        -- the review's figure for the callable's steady step (run_metrics.step_time), so both agree
+        SELECT m.run_id, m.subject AS callable, m.value AS steady_ms FROM run_metrics m JOIN fr USING (run_id)
+        WHERE m.metric = 'step_time'
+    ),
+    per_run AS (
+        SELECT p.* REPLACE (coalesce(st.steady_ms, p.steady_ms) AS steady_ms)
+        FROM per_run0 p LEFT JOIN steady st USING (run_id, callable)
     ),
     linked AS (
         SELECT p.*, coalesce(eb.eager_ms, es.eager_ms) AS eager_ms,

@@ -30,6 +30,9 @@ if versions is not None:
     frames_tab.altair_chart(charts.frame_compile_bars(versions), width="stretch")
 
 hot = ui.load(compile_time.frame_hotspots, f)
+if hot is not None and not hot.empty:
+    hot = hot.assign(storm=[ui.link("recompiles", f.replace(search=None), function=name) if n else None
+                            for name, n in zip(hot["co_name"], hot["recompiles"])])
 ui.table(hot, key="ct_frames", empty="No compiles in these filters (or none matches the search).",
          hide=("example_path",),
          co_name=ui.text_col("Function"), code=ui.text_col("Frame", "medium"),
@@ -40,7 +43,8 @@ ui.table(hot, key="ct_frames", empty="No compiles in these filters (or none matc
          inductor_s=ui.num_col("Inductor", "%.1f s"), autotune_s=ui.num_col("Autotuning", "%.1f s"),
          cache_misses=ui.count_col("Cache misses"),
          cache_miss_s=ui.num_col("In cache-missed compiles", "%.1f s"), runs=ui.count_col("Runs"),
-         models=ui.text_col("Models"), torch_versions=ui.text_col("Torch versions"))
+         models=ui.text_col("Models"), torch_versions=ui.text_col("Torch versions"),
+         storm=ui.link_col("Recompiles", "storm"))
 
 st.subheader("Runtime linkage: what each compiled callable's steps cost against its compile")
 st.caption("From the collector's timing hooks. Compile cost = the compiling calls' time minus what they would "

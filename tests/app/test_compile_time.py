@@ -163,6 +163,10 @@ def test_compile_time_page(app_at, db):
     with Store(db).read() as con:
         expected = compile_time.frame_hotspots(con, Filters(**ALL_TIME))
     assert list(frames["code"]) == list(expected["code"].head(len(frames)))
+    # a recompiled frame links to its storm on the Recompile storms page, a frame never recompiled does not
+    ddp = frames[frames["code"] == "ddp_train.py:31"].iloc[0]
+    assert ddp["storm"].startswith("recompiles?") and "fn=forward" in ddp["storm"]
+    assert frames[frames["recompiles"] == 0]["storm"].isna().all()
     linkage = next(d.value for d in at.dataframe if "break_even_steps" in d.value.columns)
     assert "DistributedDataParallel.forward" in set(linkage["callable"])
 

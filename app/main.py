@@ -1,6 +1,8 @@
 """compilewatch dashboard entry point: `streamlit run app/main.py`. Only declares the pages."""
 import streamlit as st
 
+from app import auth
+
 st.set_page_config(page_title="compilewatch", page_icon=":material/speed:", layout="wide")
 
 pages = {
@@ -19,4 +21,5 @@ pages = {
         st.Page("views/upload.py", title="Upload logs", icon=":material/upload:", url_path="upload"),
     ],
 }
+auth.gate()  # login first, when .streamlit/secrets.toml configures it
 st.navigation(pages).run()

@@ -78,7 +78,8 @@ def store_file(store, sink: StagingSink, f: FileRow, run: dict | None = None) ->
                             lambda con: stored_run(con, f.sha256, f.run_id, f.bundled))
 
 
-def run_fields(manifest, *, model, label, torch_version, started_at, path: Path, source: str) -> dict:
+def run_fields(manifest, *, model, label, torch_version, started_at, path: Path, source: str,
+               uploaded_by: str | None = None) -> dict:
     """The runs row for a file: from its bundle's manifest, else from the options and the file."""
     m = manifest
     if m is not None:
@@ -87,13 +88,13 @@ def run_fields(manifest, *, model, label, torch_version, started_at, path: Path,
                     end_reason=m.end_reason, host=m.host, git_commit=m.git_commit,
                     torch_version=m.torch_version or torch_version, triton_version=m.triton_version,
                     cuda_version=m.cuda_version, python_version=m.python_version, gpu_name=m.gpu_name,
-                    source="bundle" if source == "cli" else source, manifest_json=m.to_json())
+                    source="bundle" if source == "cli" else source, manifest_json=m.to_json(), uploaded_by=uploaded_by)
     if started_at is None:
         started_at = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
     return dict(model=model, label=label, command=None, started_at=_ts(started_at), ended_at=None,
                 exit_status=None, end_reason=None, host=None, git_commit=None, torch_version=torch_version,
                 triton_version=None, cuda_version=None, python_version=None, gpu_name=None,
-                source="loose" if source == "cli" else source, manifest_json=None)
+                source="loose" if source == "cli" else source, manifest_json=None, uploaded_by=uploaded_by)
 
 
 def _upsert_run(con, run_id: str, run_exists: bool, values: dict) -> None:

@@ -35,9 +35,10 @@ DUPLICATE_NOTE = "already stored (same sha256)"
 
 def ingest_paths(store, paths, *, model: str | None = None, label: str | None = None,
                  torch_version: str | None = None, strict: bool = False, progress: Progress | None = None,
-                 run_id: str | None = None, source: str = "cli") -> IngestReport:
+                 run_id: str | None = None, source: str = "cli", uploaded_by: str | None = None) -> IngestReport:
     """Ingest files, folders, bundles and archives. Never raises for bad input: each file's outcome
-    is a FileResult. `run_id` groups loose files into one run (e.g. the ranks of one torchrun job)."""
+    is a FileResult. `run_id` groups loose files into one run (e.g. the ranks of one torchrun job);
+    `uploaded_by` records the signed-in dashboard user on the runs it creates."""
     report = IngestReport()
     tmp_root = Path(tempfile.mkdtemp(prefix="ingest-", dir=store.tmp_dir))
     try:
@@ -50,7 +51,8 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
                 progress(_done + min(b, _size), total, _name)
             if progress:
                 progress(done, total, unit.name)
-            options = dict(model=model, label=label, torch_version=torch_version, run_id=run_id, source=source)
+            options = dict(model=model, label=label, torch_version=torch_version, run_id=run_id, source=source,
+                           uploaded_by=uploaded_by)
             report.files.append(ingest_unit(store, unit, strict=strict, on_bytes=on_bytes if progress else None,
                                             **options))
             done += size
@@ -99,7 +101,7 @@ class _RawCopy(threading.Thread):
 
 
 def ingest_unit(store, unit: Unit, *, model=None, label=None, torch_version=None, strict=False,
-                on_bytes=None, run_id=None, source="cli") -> FileResult:
+                on_bytes=None, run_id=None, source="cli", uploaded_by=None) -> FileResult:
     """One file: resolve, parse beside the raw copy, refuse what is not a log, store in one transaction."""
     name = unit.name
     try:
@@ -147,7 +149,8 @@ def ingest_unit(store, unit: Unit, *, model=None, label=None, torch_version=None
                       records=result.total_records, errors=result.errors, bundled=unit.manifest is not None)
         run = run_fields(unit.manifest, model=model, label=label,
                          torch_version=torch_version or sink.metadata.get("torch_version"),
-                         started_at=sniffed.started_at if sniffed else None, path=unit.path, source=source)
+                         started_at=sniffed.started_at if sniffed else None, path=unit.path, source=source,
+                         uploaded_by=uploaded_by)
         existing = store_file(store, sink, row, run)
         if existing:  # another process stored it since we looked
             result.status, result.run_id, result.message, result.records = DUPLICATE, existing, DUPLICATE_NOTE, {}

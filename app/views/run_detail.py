@@ -55,6 +55,7 @@ for col, key, label in zip(cols, ["compiles", "graph_breaks", "recompiles", "lim
     col.metric(label, f"{int(run[key]):,}", border=True)
 with st.expander("Manifest"):
     st.caption(ui.md(f"Command: {_v(run['command'])} · host {_v(run['host'])} · source {_v(run['source'])} · "
+                     f"uploaded by {_v(run.get('uploaded_by'))} · "
                      f"triton {_v(run['triton_version'])} · CUDA {_v(run['cuda_version'])} · Python {_v(run['python_version'])}"))
     try:
         manifest = run["manifest_json"]

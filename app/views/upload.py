@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app import settings, ui
+from app import auth, settings, ui
 from compilewatch import settings as table
 from app.filters import Filters
 from app.queries import upload
@@ -82,7 +82,8 @@ if go and files:
                 shutil.copyfileobj(up, out, 1 << 20)
             paths.append(dest)
         report = ingest_paths(store, paths, model=model.strip() or None, label=label.strip() or None,
-                              torch_version=torch_version.strip() or None, progress=progress, source="upload")
+                              torch_version=torch_version.strip() or None, progress=progress, source="upload",
+                              uploaded_by=auth.current_user())
         st.session_state["up_result"] = pd.DataFrame([{
             "file": r.name, "kind": r.kind, "status": r.status, "run_id": r.run_id,
             "events": r.total_records, "errors": r.errors, "duplicate": r.status == "duplicate",

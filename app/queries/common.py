@@ -43,11 +43,19 @@ def run_where(f: Filters, *, use_time: bool = True, use_models: bool = True,
 
 
 def runs_cte(f: Filters, name: str = "fr", **kw) -> tuple[str, list]:
-    """``name AS (...)``: run_id, model, torch_version, label, git_commit, run_time of the filtered runs."""
+    """``name AS (...)``: run_id, model, torch_version, label, git_commit, hardware, run_time of the filtered runs."""
     where, params = run_where(f, **kw)
     sql = (f"{name} AS (SELECT r.run_id, r.model, r.torch_version, r.label, r.git_commit, "
-           f"{RUN_TIME} AS run_time FROM runs r WHERE {where})")
+           f"{HARDWARE} AS hardware, {RUN_TIME} AS run_time FROM runs r WHERE {where})")
     return sql, params
+
+
+def per_hardware(name: str, source: str) -> str:
+    """``name`` qualified by the hardware when ``source`` (a relation with name and hardware) spans
+    several kinds: a speedup or a step time is only comparable on the same hardware, so two kinds
+    never share a line, a bar or a delta."""
+    return (f"CASE WHEN (SELECT count(DISTINCT hardware) FROM {source}) > 1 "
+            f"THEN {name} || ' · ' || hardware ELSE {name} END")
 
 
 def df(con, sql: str, params: list | None = None) -> pd.DataFrame:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from app.filters import DIMENSIONS, Filters
-from app.queries.common import df, geomean, runs_cte
+from app.queries.common import HARDWARE, df, geomean, runs_cte
 from app.queries.hotspots import BREAK_KEY
 
 
@@ -18,11 +18,11 @@ def mode(f: Filters) -> str:
 def _sides(f: Filters) -> tuple[str, list]:
     """``sides AS (run_id, side)`` for the two sides; per-run counts are divided by runs per side."""
     if mode(f) == "runs":
-        return ("sides AS (SELECT run_id, CASE WHEN run_id = ? THEN 'A' ELSE 'B' END AS side "
-                "FROM runs WHERE run_id IN (?, ?))"), [f.run_id, f.run_id, f.run_b]
+        return (f"sides AS (SELECT run_id, CASE WHEN run_id = ? THEN 'A' ELSE 'B' END AS side, {HARDWARE} AS hardware "
+                "FROM runs r WHERE run_id IN (?, ?))"), [f.run_id, f.run_id, f.run_b]
     dim = f.dimension if f.dimension in DIMENSIONS else "torch_version"
     cte, params = runs_cte(f, use_versions=dim != "torch_version")
-    return (f"{cte}, sides AS (SELECT run_id, CASE WHEN {dim} = ? THEN 'A' ELSE 'B' END AS side "
+    return (f"{cte}, sides AS (SELECT run_id, CASE WHEN {dim} = ? THEN 'A' ELSE 'B' END AS side, hardware "
             f"FROM fr WHERE {dim} IN (?, ?))"), params + [f.version_a, f.version_a, f.version_b]
 
 
@@ -115,26 +115,66 @@ def recompile_diff(con, f: Filters) -> pd.DataFrame:
 
 
 def speedup_diff(con, f: Filters) -> pd.DataFrame:
-    """Per model: geomean speedup, compile latency and memory ratio on each side and the change in %."""
-    cols = ["model", "speedup_a", "speedup_b", "speedup_change_pct", "compile_s_a", "compile_s_b",
+    """Per model and hardware (a speedup is only comparable on the same hardware): geomean speedup,
+    compile latency and memory ratio on each side and the change in %."""
+    cols = ["model", "hardware", "speedup_a", "speedup_b", "speedup_change_pct", "compile_s_a", "compile_s_b",
             "memory_ratio_a", "memory_ratio_b"]
     if not _ready(f):
         return pd.DataFrame(columns=cols)
     cte, params = _sides(f)
     sql = f"""
     WITH {cte},
-    b AS (SELECT coalesce(b.model, r.model) AS model, sides.side, b.speedup, b.compilation_latency_s, b.compression_ratio
+    b AS (SELECT coalesce(b.model, r.model) AS model, sides.hardware, sides.side, b.speedup, b.compilation_latency_s,
+                 b.compression_ratio
           FROM bench_results b JOIN sides USING (run_id) JOIN runs r USING (run_id)),
-    m AS (SELECT model,
+    m AS (SELECT model, hardware,
                  {geomean("CASE WHEN side = 'A' THEN speedup END")} AS speedup_a,
                  {geomean("CASE WHEN side = 'B' THEN speedup END")} AS speedup_b,
                  avg(compilation_latency_s) FILTER (WHERE side = 'A') AS compile_s_a,
                  avg(compilation_latency_s) FILTER (WHERE side = 'B') AS compile_s_b,
                  {geomean("CASE WHEN side = 'A' THEN compression_ratio END")} AS memory_ratio_a,
                  {geomean("CASE WHEN side = 'B' THEN compression_ratio END")} AS memory_ratio_b
-          FROM b GROUP BY model)
-    SELECT model, speedup_a, speedup_b, 100 * (speedup_b / speedup_a - 1) AS speedup_change_pct,
+          FROM b GROUP BY model, hardware)
+    SELECT model, hardware, speedup_a, speedup_b, 100 * (speedup_b / speedup_a - 1) AS speedup_change_pct,
            compile_s_a, compile_s_b, memory_ratio_a, memory_ratio_b
     FROM m ORDER BY abs(speedup_change_pct) DESC NULLS LAST, model LIMIT 500
+    """
+    return df(con, sql, params)
+
+
+def hardware(con, f: Filters) -> pd.DataFrame:
+    """Per side and hardware: runs. Two sides on different hardware are not compared on figures that
+    depend on it (speedup, compile time, step and iteration time)."""
+    if not _ready(f):
+        return pd.DataFrame(columns=["side", "hardware", "runs"])
+    cte, params = _sides(f)
+    return df(con, f"WITH {cte} SELECT side, hardware, count(*) AS runs FROM sides GROUP BY ALL ORDER BY side, hardware",
+              params)
+
+
+def runtime(con, f: Filters) -> pd.DataFrame:
+    """Step and iteration times from the timing hooks (run_metrics), per model, hardware, metric and
+    callable: on each side the median over runs of each run's median, the runs' range, the steps'
+    typical IQR and the run count, and the change in % where both sides ran on that hardware."""
+    cols = ["model", "hardware", "metric", "subject", "median_a", "low_a", "high_a", "step_iqr_a", "runs_a",
+            "median_b", "low_b", "high_b", "step_iqr_b", "runs_b", "change_pct"]
+    if not _ready(f):
+        return pd.DataFrame(columns=cols)
+    cte, params = _sides(f)
+    sql = f"""
+    WITH {cte},
+    v AS (SELECT r.model, sides.hardware, m.metric, m.subject, sides.side, m.run_id, m.value, m.spread
+          FROM run_metrics m JOIN sides USING (run_id) JOIN runs r USING (run_id)
+          WHERE m.metric IN ('iteration_time', 'step_time') AND m.value IS NOT NULL),
+    g AS (SELECT model, hardware, metric, subject,
+                 median(value) FILTER (WHERE side = 'A') AS median_a, min(value) FILTER (WHERE side = 'A') AS low_a,
+                 max(value) FILTER (WHERE side = 'A') AS high_a, median(spread) FILTER (WHERE side = 'A') AS step_iqr_a,
+                 count(DISTINCT run_id) FILTER (WHERE side = 'A') AS runs_a,
+                 median(value) FILTER (WHERE side = 'B') AS median_b, min(value) FILTER (WHERE side = 'B') AS low_b,
+                 max(value) FILTER (WHERE side = 'B') AS high_b, median(spread) FILTER (WHERE side = 'B') AS step_iqr_b,
+                 count(DISTINCT run_id) FILTER (WHERE side = 'B') AS runs_b
+          FROM v GROUP BY ALL)
+    SELECT *, 100 * (median_b / median_a - 1) AS change_pct FROM g
+    ORDER BY metric = 'step_time', model, hardware, subject LIMIT 500
     """
     return df(con, sql, params)

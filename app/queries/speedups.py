@@ -4,11 +4,11 @@ from __future__ import annotations
 import pandas as pd
 
 from app.filters import DIMENSIONS, Filters
-from app.queries.common import df, geomean, runs_cte
+from app.queries.common import df, geomean, per_hardware, runs_cte
 
 # bench rows may name their own model (one CSV, many models); the run's model is the fallback.
 _BENCH = """
-    SELECT coalesce(b.model, fr.model) AS model, fr.run_id, fr.run_time, fr.torch_version, fr.label,
+    SELECT coalesce(b.model, fr.model) AS model, fr.hardware, fr.run_id, fr.run_time, fr.torch_version, fr.label,
            fr.git_commit, b.speedup, b.compilation_latency_s, b.compression_ratio, b.abs_latency_ms,
            b.eager_latency_ms, b.mode, b.task
     FROM bench_results b JOIN fr USING (run_id)
@@ -21,7 +21,9 @@ def _bench_cte(f: Filters) -> tuple[str, list]:
     if f.models:
         where = " WHERE list_contains(?::VARCHAR[], coalesce(b.model, fr.model))"
         params = params + [list(f.models)]
-    return f"{cte}, bench AS ({_BENCH}{where})", params
+    # one series per model and hardware: the model's name carries the hardware when the rows span two
+    return (f"{cte}, bench0 AS ({_BENCH}{where}), "
+            f"bench AS (SELECT * REPLACE ({per_hardware('model', 'bench0')} AS model) FROM bench0)"), params
 
 
 def _dim(f: Filters) -> str:
@@ -58,14 +60,15 @@ def by_version(con, f: Filters) -> pd.DataFrame:
     dim = _dim(f)
     sql = f"""
     WITH {cte},
-    pm AS (SELECT {dim} AS version, model, {geomean('speedup')} AS speedup,
+    pm AS (SELECT {dim} AS version, hardware, model, {geomean('speedup')} AS speedup,
                   avg(compilation_latency_s) AS compile_s, {geomean('compression_ratio')} AS memory_ratio,
                   count(DISTINCT run_id) AS runs, min(run_time) AS first_run, max(run_time) AS last_run
            FROM bench WHERE {dim} IS NOT NULL GROUP BY ALL)
-    SELECT version, {geomean('speedup')} AS geomean_speedup, avg(compile_s) AS compile_s,
-           {geomean('memory_ratio')} AS memory_ratio, count(*) AS models, sum(runs) AS runs,
-           min(first_run) AS first_run, max(last_run) AS last_run
-    FROM pm GROUP BY version ORDER BY first_run LIMIT 200
+    -- one bar per version and hardware: a geomean over two kinds of hardware compares nothing
+    SELECT {per_hardware('version', 'pm')} AS version, {geomean('speedup')} AS geomean_speedup,
+           avg(compile_s) AS compile_s, {geomean('memory_ratio')} AS memory_ratio, count(*) AS models,
+           sum(runs) AS runs, min(first_run) AS first_run, max(last_run) AS last_run
+    FROM pm GROUP BY version, hardware ORDER BY first_run LIMIT 200
     """
     return df(con, sql, params)
 
@@ -79,8 +82,9 @@ def versions(con, f: Filters) -> pd.DataFrame:
 
 
 def version_table(con, f: Filters) -> pd.DataFrame:
-    """Per model, version A (f.version_a) against B (f.version_b) of f.dimension: speedup, compile
-    time and memory ratio on each side and the change in percent; a final "geomean" row."""
+    """Per model (and hardware, named when the rows span two), version A (f.version_a) against B
+    (f.version_b) of f.dimension: speedup, compile time and memory ratio on each side and the change
+    in percent; a final "geomean" row per hardware."""
     cols = ["model", "speedup_a", "speedup_b", "speedup_change_pct", "compile_s_a", "compile_s_b",
             "compile_change_pct", "memory_ratio_a", "memory_ratio_b", "memory_change_pct"]
     if not (f.version_a and f.version_b):
@@ -91,20 +95,22 @@ def version_table(con, f: Filters) -> pd.DataFrame:
     sql = f"""
     WITH {cte},
     sel AS (SELECT ?::VARCHAR AS va, ?::VARCHAR AS vb),
-    pm AS (SELECT model,
+    pm AS (SELECT model, hardware,
                   {geomean(f'CASE WHEN {a} THEN speedup END')} AS speedup_a,
                   {geomean(f'CASE WHEN {b} THEN speedup END')} AS speedup_b,
                   avg(compilation_latency_s) FILTER (WHERE {a}) AS compile_s_a,
                   avg(compilation_latency_s) FILTER (WHERE {b}) AS compile_s_b,
                   {geomean(f'CASE WHEN {a} THEN compression_ratio END')} AS memory_ratio_a,
                   {geomean(f'CASE WHEN {b} THEN compression_ratio END')} AS memory_ratio_b
-           FROM bench CROSS JOIN sel WHERE {dim} IN (sel.va, sel.vb) GROUP BY model),
-    allm AS (SELECT 'geomean (all models)' AS model, {geomean('speedup_a')} AS speedup_a,
+           FROM bench CROSS JOIN sel WHERE {dim} IN (sel.va, sel.vb) GROUP BY model, hardware),
+    -- the geomean row is per hardware too (one row when the selection ran on one kind)
+    allm AS (SELECT {per_hardware("'geomean (all models)'", 'pm')} AS model, hardware,
+                    {geomean('speedup_a')} AS speedup_a,
                     {geomean('speedup_b')} AS speedup_b, avg(compile_s_a) AS compile_s_a,
                     avg(compile_s_b) AS compile_s_b, {geomean('memory_ratio_a')} AS memory_ratio_a,
                     {geomean('memory_ratio_b')} AS memory_ratio_b
-             FROM pm WHERE speedup_a IS NOT NULL AND speedup_b IS NOT NULL),
-    u AS (SELECT *, 0 AS o FROM pm UNION ALL SELECT *, 1 FROM allm)
+             FROM pm WHERE speedup_a IS NOT NULL AND speedup_b IS NOT NULL GROUP BY hardware),
+    u AS (SELECT *, 0 AS o FROM pm UNION ALL BY NAME SELECT *, 1 AS o FROM allm)
     SELECT model, speedup_a, speedup_b, 100 * (speedup_b / speedup_a - 1) AS speedup_change_pct,
            compile_s_a, compile_s_b, 100 * (compile_s_b / compile_s_a - 1) AS compile_change_pct,
            memory_ratio_a, memory_ratio_b, 100 * (memory_ratio_b / memory_ratio_a - 1) AS memory_change_pct

@@ -53,6 +53,16 @@ else:
 if a == b:
     st.warning("A and B are the same; pick two different ones.", icon=":material/warning:")
 
+hw = ui.load(compare.hardware, f)
+same_hardware = True
+if hw is not None and not hw.empty:
+    kinds = {side: set(hw.loc[hw["side"] == side, "hardware"]) for side in ("A", "B")}
+    same_hardware = kinds["A"] == kinds["B"] and len(kinds["A"]) == 1
+    if not same_hardware:
+        st.warning(f"A ran on {', '.join(sorted(kinds['A'])) or '–'}, B on {', '.join(sorted(kinds['B'])) or '–'}. "
+                   "Speedup, compile time and step times are only comparable on the same hardware: they are "
+                   "shown per hardware below and get no delta across two kinds.", icon=":material/memory:")
+
 summary = ui.load(compare.summary, f)
 if summary is not None and len(summary) == 2:
     sa, sb = summary.iloc[0], summary.iloc[1]
@@ -69,6 +79,8 @@ if summary is not None and len(summary) == 2:
         vb = per_run(sb, key) if divide else sb[key]
         ok = va is not None and vb is not None and va == va and vb == vb
         delta = (f"{100 * (vb / va - 1):+.1f}%" if va else None) if ok else None
+        if not same_hardware and key in ("geomean_speedup", "compile_s_per_run"):
+            delta = None   # two kinds of hardware: no delta
         col.metric(label, fmt.format(vb) if vb is not None and vb == vb else "–", delta=delta,
                    delta_color=ui.delta_color(better), border=True,
                    help=f"A: {fmt.format(va) if va is not None and va == va else '–'}")
@@ -92,6 +104,20 @@ ui.table(d, key="cmp_breaks", empty="No graph breaks on either side.", hide=("br
          per_run_a=ui.num_col("Per run A", "%.2f"), per_run_b=ui.num_col("Per run B", "%.2f"),
          runs_a=ui.count_col("Runs A"), runs_b=ui.count_col("Runs B"))
 
+st.subheader("Step and iteration time (timing hooks)")
+ui.table(ui.load(compare.runtime, f), key="cmp_runtime",
+         empty="No step timings on either side (runs collected without the timing hooks).",
+         model=ui.text_col("Model", "small"), hardware=ui.text_col("Hardware", "small"),
+         metric=ui.text_col("Metric", "small"), subject=ui.text_col("Callable", "medium"),
+         median_a=ui.num_col("Median A", "%.2f ms"), low_a=ui.num_col("Min A", "%.2f ms"),
+         high_a=ui.num_col("Max A", "%.2f ms"), step_iqr_a=ui.num_col("Steps IQR A", "%.2f ms"),
+         runs_a=ui.count_col("Runs A"), median_b=ui.num_col("Median B", "%.2f ms"),
+         low_b=ui.num_col("Min B", "%.2f ms"), high_b=ui.num_col("Max B", "%.2f ms"),
+         step_iqr_b=ui.num_col("Steps IQR B", "%.2f ms"), runs_b=ui.count_col("Runs B"),
+         change_pct=ui.num_col("Δ", "%+.1f%%"))
+st.caption("Per run: the median of its steady steps; per side: the median over runs, their range, and the "
+           "steps' typical IQR. A row is one hardware: the two sides are compared only on the same kind.")
+
 left, right = st.columns(2)
 with left:
     st.subheader("Recompiles per function")
@@ -103,7 +129,8 @@ with left:
 with right:
     st.subheader("Speedup per model")
     ui.table(ui.load(compare.speedup_diff, f), key="cmp_speedups", empty="No benchmark results on either side.",
-             model=ui.text_col("Model"), speedup_a=ui.num_col("Speedup A", "%.3f×"),
+             model=ui.text_col("Model"), hardware=ui.text_col("Hardware", "small"),
+             speedup_a=ui.num_col("Speedup A", "%.3f×"),
              speedup_b=ui.num_col("Speedup B", "%.3f×"), speedup_change_pct=ui.num_col("Δ", "%+.1f%%"),
              compile_s_a=ui.num_col("Compile A", "%.1f s"), compile_s_b=ui.num_col("Compile B", "%.1f s"),
              memory_ratio_a=ui.num_col("Memory A", "%.3f×"), memory_ratio_b=ui.num_col("Memory B", "%.3f×"))

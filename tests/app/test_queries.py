@@ -12,12 +12,14 @@ import pytest
 import fixture_db
 from app.filters import Filters
 from app.queries import common, compare, hotspots, overview, recompiles, run_detail, speedups, upload
+from app.queries import review as review_q
 from ingest.store import Store
 
 WEEK = Filters(start=date(2026, 11, 14), end=fixture_db.END)
 ALL = Filters(start=date(2026, 10, 1), end=fixture_db.END)
-MODULES = (common, compare, hotspots, overview, recompiles, run_detail, speedups, upload)
-HELPERS = {"geomean", "run_where", "runs_cte", "df", "mode", "new_since", "storm_run", "guard_hint"}
+MODULES = (common, compare, hotspots, overview, recompiles, run_detail, speedups, upload, review_q)
+HELPERS = {"geomean", "run_where", "runs_cte", "df", "mode", "new_since", "storm_run", "guard_hint", "per_hardware",
+           "weekly"}
 
 
 @pytest.fixture(scope="module")

@@ -202,3 +202,22 @@ def test_cli_compile_time(ranks_db, capsys):
         frame = compile_time.frame_hotspots(con, Filters(search="ddp_train", start=None, end=None)).iloc[0]
     assert (out["frames"][0]["compiles"], out["frames"][0]["total_s"]) == (frame["compiles"], pytest.approx(frame["total_s"]))
     assert out["runtime_linkage"][0]["callable"] == "DistributedDataParallel.forward"
+
+
+def test_ranks_of_a_torchrun_text_log(tmp_path):
+    """TORCH_LOGS text of a 2-rank torchrun job (tests/fixtures/text, one stream with [rank0]: and
+    [rank1]: prefixes): each rank's graph breaks and recompiles are its own, and they agree."""
+    log = FIXTURES.parent / "text" / "torch2.13_torchrun_2ranks.log"
+    text = log.read_text()
+    store = Store.open(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, [log], run_id="tx").ok
+    with store.read() as con:
+        per = ranks.per_rank(con, Filters(run_id="tx")).set_index("rank")
+        div = ranks.divergence(con, Filters(run_id="tx"))
+    for r in (0, 1):
+        prefix = f"[rank{r}]:"
+        assert per.loc[r, "graph_breaks"] == sum(1 for line in text.splitlines()
+                                                 if line.startswith(prefix) and "Graph break in user code" in line)
+        assert per.loc[r, "recompiles"] == sum(1 for line in text.splitlines()
+                                               if line.startswith(prefix) and "Recompiling function" in line)
+    assert div.empty

@@ -26,6 +26,12 @@ _GLOG = re.compile(
 _OLD = re.compile(
     r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d),(?P<ms>\d{3})\]"
     r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])? (?P<logger>[\w.]+): \[(?P<level>[A-Z]+)\](?: |$)")
+# a glog prefix shortened by hand when pasted into an issue: "...", then path:line] as glog prints it
+_SHORT = re.compile(
+    r"(?:\.\.\.|\u2026)(?P<path>[^\]\s]*?):(?P<lineno>\d+)\]"
+    r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])?(?: \[(?P<art>__\w+)\])?(?: |$)")
+# standalone TorchDynamo (2022, before torch 2.0): logger and level, no time
+_NOTIME = re.compile(r"(?P<logger>[Tt]orch(?:dynamo|inductor)[\w.]*): \[(?P<level>[A-Z]+)\](?: |$)")
 _RANK = re.compile(r"\[(?:rank|default)(?P<rank>\d+)\]:")
 # something that starts like a prefix but did not parse: a cut or mangled log line
 # a prefix that starts mid-line: stdout without a newline, then a stderr log line (2.0 benchmarks)
@@ -182,7 +188,7 @@ class RecordAssembler:
                 self._add(self._last, line_no, "")
             return
         c = s[0]
-        if c == "[" or c in "VIWEDC":
+        if c == "[" or c in "VIWEDC.\u2026Tt":
             head = self._parse_prefix(s)
             if head is not None:
                 self._prefixed(line_no, s, *head)
@@ -221,6 +227,16 @@ class RecordAssembler:
             date, hms, ms, cid, logger, level = o.groups()
             art = logger.rsplit(".__", 1)[1] if ".__" in logger else None
             return (s[:end].rstrip(" "), rank, None, cid, art, level, ("old", date, hms, ms), s[end:])
+        m = _SHORT.match(s, pos) or _NOTIME.match(s, pos)
+        if m is not None:  # everything after the prefix is intact; the time is unknown
+            end = m.end()
+            groups = m.groupdict()
+            art = groups.get("art")
+            logger = groups.get("logger") or ""
+            if art is None and ".__" in logger:
+                art = "__" + logger.rsplit(".__", 1)[1]
+            return (s[:end].rstrip(" "), rank, None, groups.get("cid"), art[2:] if art else None,
+                    groups.get("level"), ("none",), s[end:])
         return None
 
     def _prefixed(self, line_no, s, prefix, rank, pid, cid, art, level, tsraw, msg):
@@ -237,7 +253,7 @@ class RecordAssembler:
             if keep is not None:
                 if tsraw[0] == "glog":
                     ts = glog_epoch(tsraw[1], tsraw[2], tsraw[3])
-                else:
+                elif tsraw[0] == "old":
                     ts = old_epoch(tsraw[1], tsraw[2], tsraw[3])
             rec = Record(line_no, prefix, rank, pid, cid, art, level, ts, keep)
             self.records += 1

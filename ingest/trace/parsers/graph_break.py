@@ -22,39 +22,19 @@ from __future__ import annotations
 
 import re
 
+from ...formats.graph_break import is_nested
+from ...formats.graph_break import parse_reason as reason_parts
 from ._util import graph_break_key, normalize_reason
 
 _AT = re.compile(r"Graph break in user code at (.+):(\d+)\s*$", re.M)
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+?)\s*$', re.M)
-_GB_CODE = re.compile(r"/gb/(gb\d+)\.html", re.I)
-_NESTED = "While handling this graph break, another graph break occurred"
 
 
 def parse_reason(text: str) -> dict:
-    """gb_type, explanation, hints, gb_code from a reason block (2.7+ structure), else just the text."""
-    lines = text.split("\n")
-    gb_type = explanation = None
-    hints = []
-    for i, ln in enumerate(lines):
-        s = ln.strip()
-        if s.startswith("Explanation:"):
-            explanation = s[len("Explanation:"):].strip()
-            if gb_type is None:
-                for prev in reversed(lines[:i]):
-                    if prev.strip():
-                        gb_type = prev.strip()
-                        break
-        elif s.startswith("Hint:"):
-            hints.append(s[len("Hint:"):].strip())
-    if gb_type and gb_type.startswith("Unsupported: "):
-        gb_type = gb_type[len("Unsupported: "):]
-    m = _GB_CODE.search(text)
-    return {
-        "gb_type": gb_type,
-        "explanation": explanation,
-        "hints": "\n".join(hints) if hints else None,
-        "gb_code": m.group(1).upper() if m else None,
-    }
+    """gb_type, explanation, hints (a JSON list) and gb_code of a reason block (formats.graph_break)."""
+    parts = reason_parts(text)
+    return {"gb_type": parts.gb_type, "explanation": parts.explanation, "hints": parts.hints_json,
+            "gb_code": parts.gb_code}
 
 
 def break_row(line_no, compile_id, rank, source, reason, info, user_file, user_line, user_function, user_stack,
@@ -119,4 +99,4 @@ def parse(env, ctx) -> None:
         stack = stack or None
     info = parse_reason(reason)
     ctx.sink.row("graph_breaks", break_row(env.line_no, env.compile_id, env.rank, "trace_artifact", reason, info,
-                                           user_file, user_line, user_function, stack, _NESTED in text))
+                                           user_file, user_line, user_function, stack, is_nested(text)))

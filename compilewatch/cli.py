@@ -26,6 +26,7 @@ from collectors import cli as collectors_cli
 from ingest.errors import CompileWatchError
 
 from . import settings
+from .output import IngestProgress, console, render, safe, say, table
 
 
 # -- registry ------------------------------------------------------------------------------------
@@ -69,31 +70,6 @@ def data_path_arg() -> tuple[tuple, dict]:
 
 
 # -- output helpers ----------------------------------------------------------------------------
-class _ProgressBar:
-    """One line on stderr, redrawn at most 10 times a second; silent when stderr is not a terminal."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.last = 0.0
-        self.t0 = time.monotonic()
-
-    def __call__(self, done: int, total: int, name: str) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.last < 0.1 and done < total:
-            return
-        self.last = now
-        frac = done / total if total else 1.0
-        bar = "#" * int(frac * 30)
-        mb = done / 1e6
-        rate = mb / max(now - self.t0, 1e-6)
-        sys.stderr.write(f"\r[{bar:<30}] {frac:6.1%} {mb:8.1f} MB {rate:6.1f} MB/s {name[-40:]:<40}")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
 def require_paths(paths) -> None:
     """A path that is not there is bad input: refuse before doing anything (exit 2, naming it)."""
     from ingest.units import missing, missing_error
@@ -106,16 +82,13 @@ def require_paths(paths) -> None:
 def refused(bad: list[str]) -> int:
     """Inputs named on the command line that are not logs: say which and why; exit status 2."""
     for line in bad:
-        print(f"compilewatch: refused {line}", file=sys.stderr)
+        say(f"compilewatch: refused {safe(line)}", err=True)
     return 2
 
 
-def _table(rows: list[list[str]], headers: list[str]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)] if rows else [len(h) for h in headers]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    out = [fmt.format(*headers), fmt.format(*("-" * w for w in widths))]
-    out += [fmt.format(*(str(x) for x in r)) for r in rows]
-    return "\n".join(out)
+def _table(rows: list[list], headers: list[str]) -> str:
+    """A table as text (rich), every cell made safe: log content never reaches the terminal raw."""
+    return render(table(headers, rows))
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -135,14 +108,12 @@ def cmd_ingest(args) -> int:
 
     require_paths(args.paths)
     store = Store.open(args.db)
-    bar = _ProgressBar(sys.stderr.isatty() and not args.quiet)
-    report = ingest_paths(store, args.paths, model=args.model, label=args.label, torch_version=args.torch_version,
-                          strict=args.strict, progress=bar, run_id=args.run_id)
-    rows = []
-    for f in report.files:
-        recs = ", ".join(f"{k}={v}" for k, v in sorted(f.records.items())) or "-"
-        rows.append([f.name[-60:], f.kind, f.status, recs, f.errors, f.message[:80]])
-    print(_table(rows, ["file", "kind", "status", "records", "errors", "note"]))
+    with IngestProgress(sys.stderr.isatty() and not args.quiet) as bar:
+        report = ingest_paths(store, args.paths, model=args.model, label=args.label,
+                              torch_version=args.torch_version, strict=args.strict, progress=bar, run_id=args.run_id)
+    rows = [[f.name, f.kind, f.status, ", ".join(f"{k}={v}" for k, v in sorted(f.records.items())) or "-",
+             f.errors, f.message] for f in report.files]
+    console().print(table(["file", "kind", "status", "records", "errors", "note"], rows, wrap=("file", "note")))
     skipped = f"{report.count('skipped')} skipped (not logs), " if report.count("skipped") else ""
     print(f"\n{report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
           f"{skipped}{report.count('failed')} failed, {report.errors} unparsable line(s) kept in ingest_errors "
@@ -170,11 +141,11 @@ def cmd_summarize(args) -> int:
     else:
         for k in ("files", "torch_version", "graph_breaks", "unique_graph_breaks", "recompiles", "limit_hits",
                   "compile_ids", "failures", "errors"):
-            print(f"{k:>20}: {summary[k]}")
+            print(f"{k:>20}: {safe(summary[k])}")
         if summary["recompiled_functions"]:
-            print(f"{'recompiled':>20}: " + ", ".join(f"{k} x{v}" for k, v in summary["recompiled_functions"].items()))
+            print(f"{'recompiled':>20}: " + ", ".join(f"{safe(k)} x{v}" for k, v in summary["recompiled_functions"].items()))
         if summary["guard_failures"]:
-            print(f"{'guard failures':>20}: " + ", ".join(f"{k} x{v}" for k, v in summary["guard_failures"].items()))
+            print(f"{'guard failures':>20}: " + ", ".join(f"{safe(k)} x{v}" for k, v in summary["guard_failures"].items()))
     if summary["bad_input"]:
         return refused(summary["bad_input"])
     return 1 if (args.strict and summary["errors"]) else 0
@@ -236,9 +207,9 @@ def cmd_check(args) -> int:
     if problems:
         print("compilewatch check FAILED: " + "; ".join(problems))
         if summary["recompiled_functions"]:
-            print("  most recompiled: " + ", ".join(f"{k} x{v}" for k, v in list(summary["recompiled_functions"].items())[:5]))
+            print("  most recompiled: " + ", ".join(f"{safe(k)} x{v}" for k, v in list(summary["recompiled_functions"].items())[:5]))
         if summary["guard_failures"]:
-            print("  guard failures: " + ", ".join(f"{k} x{v}" for k, v in summary["guard_failures"].items()))
+            print("  guard failures: " + ", ".join(f"{safe(k)} x{v}" for k, v in summary["guard_failures"].items()))
     elif summary is not None:
         print(f"compilewatch check: limits passed: {summary['graph_breaks']} graph breaks, {summary['recompiles']} "
               f"recompiles, {summary['limit_hits']} limit hits in {summary['files']} file(s)")
@@ -248,11 +219,11 @@ def cmd_check(args) -> int:
         for title, items in (("REGRESSION", result.regressions), ("suspicious", result.suspicious),
                              ("better", result.improvements)):
             for v in items:
-                print(f"  {title:<10} {v.model} · {v.hardware} · {v.summary}")
+                print(f"  {title:<10} {safe(v.model)} · {safe(v.hardware)} · {safe(v.summary)}")
                 for e in v.evidence:
-                    print(f"             {e.kind}: {e.text}")
+                    print(f"             {e.kind}: {safe(e.text)}")
         for n in result.notes:
-            print(f"  not compared: {n.text}")
+            print(f"  not compared: {safe(n.text)}")
         print(f"compilewatch check {'FAILED' if failed else 'passed'}: {len(result.regressions)} regression(s), "
               f"{len(result.suspicious)} suspicious, {len(result.improvements)} improvement(s)")
     return 1 if failed else 0
@@ -313,7 +284,7 @@ def cmd_inbox(args) -> int:
     store.inbox_dir.mkdir(exist_ok=True)
 
     def show(name, report):
-        print(f"{name}: {report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
+        print(f"{safe(name)}: {report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
               f"{report.count('failed')} failed", flush=True)
     if args.watch:
         print(f"watching {store.inbox_dir} every {args.interval:g} s (Ctrl-C stops)", flush=True)
@@ -568,9 +539,9 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except CompileWatchError as e:
-        print(f"compilewatch: {e.title}", file=sys.stderr)
+        print(f"compilewatch: {safe(e.title)}", file=sys.stderr)   # titles may quote a file name
         if e.hint:
-            print(f"  hint: {e.hint}", file=sys.stderr)
+            print(f"  hint: {safe(e.hint)}", file=sys.stderr)
         return 2
     except settings.SettingError as e:
         print(f"compilewatch: {e}", file=sys.stderr)

@@ -42,7 +42,8 @@ def test_every_setting_is_declared_with_help():
 
     assert len({s.name for s in SETTINGS}) == len({s.env for s in SETTINGS}) == len(SETTINGS)
     for s in SETTINGS:
-        assert s.name and s.env.startswith("COMPILEWATCH_") and s.default and len(s.help) > 30
+        # a default may be empty (no DuckLake data path unless asked), never undeclared
+        assert s.name and s.env.startswith("COMPILEWATCH_") and isinstance(s.default, str) and len(s.help) > 30
 
 
 def test_db_path_setting_prefers_environment(monkeypatch, tmp_path):

@@ -1,0 +1,91 @@
+"""What the command line prints: rich tables and progress, with log content made safe first.
+
+File names, archive members, function names and reasons come from logs and uploads: an escape
+sequence in them must not reach the terminal (screen clears, title changes, fake prompts). Every
+such value goes through ``safe`` (control characters shown as ``\\xNN``) and into a rich ``Text``,
+so rich never reads it as markup either.
+"""
+from __future__ import annotations
+
+import re
+import sys
+
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.table import Table
+from rich.text import Text
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Not a terminal (CI logs, pipes): wide enough that a line of the table stays one line to grep.
+_PIPE_WIDTH = 200
+
+
+def safe(value) -> str:
+    """`value` as text with every control character (ESC, BEL, CR, newline, C1) written as \\xNN."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", "" if value is None else str(value))
+
+
+def console(stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(file=stream, width=None if stream.isatty() else _PIPE_WIDTH, highlight=False, soft_wrap=False)
+
+
+def table(headers: list[str], rows: list[list], *, wrap: tuple[str, ...] = ()) -> Table:
+    """A plain table; every cell made safe. Columns named in `wrap` fold instead of widening."""
+    t = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
+    for h in headers:
+        t.add_column(h, overflow="fold" if h in wrap else "ellipsis", no_wrap=h not in wrap,
+                     max_width=80 if h in wrap else None)
+    for r in rows:
+        t.add_row(*(Text(safe(v)) for v in r))
+    return t
+
+
+def render(t: Table) -> str:
+    """A table as text, for commands that print it among other lines."""
+    c = Console(width=console().width, highlight=False, soft_wrap=False, record=True, file=_Discard())
+    c.print(t)
+    return c.export_text().rstrip("\n")
+
+
+class _Discard:
+    def write(self, _text: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """One line of our own words around log content that is already made safe."""
+    print(text, file=sys.stderr if err else sys.stdout, flush=err)
+
+
+class IngestProgress:
+    """A rich progress bar on stderr: bytes done of the total, speed, the current file. Silent
+    when stderr is not a terminal. Call with (bytes done, bytes total, current file name)."""
+
+    def __init__(self, enabled: bool):
+        self.progress = None
+        if enabled:
+            self.progress = Progress(TextColumn("{task.fields[name]}", style="dim"), BarColumn(),
+                                     DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+                                     console=console(stderr=True), transient=True)
+            self.task = self.progress.add_task("ingest", total=None, name="")
+
+    def __call__(self, done: int, total: int, name: str) -> None:
+        if self.progress is None:
+            return
+        self.progress.update(self.task, completed=done, total=total, name=safe(name)[-40:])
+
+    def __enter__(self):
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.progress is not None:
+            self.progress.stop()

@@ -35,16 +35,16 @@ def test_a_command_is_one_registered_function(monkeypatch, capsys):
     """What another command (`report`, `store copy`) takes: one function and its registration."""
     monkeypatch.setattr(cli, "COMMANDS", list(cli.COMMANDS))
 
-    @cli.command("store copy", "copy one store into another", cli.db_arg(), cli.arg("--to", required=True))
-    def store_copy(args) -> int:
+    @cli.command("demo copy", "copy one store into another", cli.db_arg(), cli.arg("--to", required=True))
+    def demo_copy(args) -> int:
         print(f"{args.db} -> {args.to}")
         return 0
 
     monkeypatch.setenv("COMPILEWATCH_DB", "/tmp/a.duckdb")
-    assert cli.main(["store", "copy", "--to", "b.duckdb"]) == 0
+    assert cli.main(["demo", "copy", "--to", "b.duckdb"]) == 0
     assert capsys.readouterr().out.strip() == "/tmp/a.duckdb -> b.duckdb"
     with pytest.raises(SystemExit) as e:
-        cli.main(["store"])
+        cli.main(["demo"])
     assert e.value.code == 2
 
 

@@ -462,7 +462,8 @@ def cmd_compile_time(args) -> int:
 
 @command("show", "a run's compile ids and stack trie; one compile id's metrics, failures and artifacts",
          arg("run", help="run id"),
-         arg("compile_id", nargs="?", help="compile id as tlparse prints it without brackets, e.g. 0/1 or !0/1/0"),
+         arg("compile_id", nargs="?",
+             help="compile id as tlparse prints it without brackets, e.g. 0/1 or !0/1/0; '-' for records without one"),
          arg("--artifact", metavar="KIND_OR_NAME",
              help="print that artifact's payload (e.g. dynamo_output_graph, inductor_output_code, fx_graph_cache_miss)"),
          arg("--rank", type=int, help="only this rank's compile (multi-rank runs)"),

@@ -62,6 +62,10 @@ def run_text(con, run_id: str) -> str:
     trie = stack_trie.build(con, run_id)
     if trie.children or trie.marks:
         out += ["", "stack trie (user frames leading to each compile):", stack_trie.render(trie)]
+    loose = artifacts.list_artifacts(con, run_id, None)
+    if loose:
+        out += ["", f"{len(loose)} record(s) without a compile id (export, dumped files, versions): "
+                    f"compilewatch show {run_id} -"]
     out += ["", f"details of one compile id: compilewatch show {run_id} COMPILE_ID"]
     return "\n".join(out)
 
@@ -77,15 +81,22 @@ def _one_compile(con, run_id: str, compile_id: str, rank: int | None) -> list[di
     ORDER BY line_no""", [run_id, compile_id, compile_id, rank, rank])
 
 
+def _cid(compile_id):
+    """'-' (tlparse's [-/-]) names the records that carry no compile id: export, dump_file, torch_version."""
+    return None if compile_id in ("-", "-/-") else compile_id
+
+
 def compile_text(con, run_id: str, compile_id: str, rank: int | None = None) -> str:
     _run(con, run_id)
+    compile_id = _cid(compile_id)
     arts = [a for a in artifacts.list_artifacts(con, run_id, compile_id) if rank is None or a["rank"] == rank]
     metrics = _one_compile(con, run_id, compile_id, rank)
     if not arts and not metrics:
         known = ", ".join(r["compile_id"] or "-" for r in compile_ids(con, run_id)[:30])
         raise NotFoundError(f"run {run_id} has no compile id {compile_id!r}",
                             f"known compile ids: {known}" if known else "this run has no compile ids")
-    out = [f"compile {compile_id} of run {run_id}" + (f" (rank {rank})" if rank is not None else "")]
+    out = [(f"compile {compile_id}" if compile_id else "records without a compile id") + f" of run {run_id}"
+           + (f" (rank {rank})" if rank is not None else "")]
     for m in metrics:
         out.append("")
         out.append(f"[{m['compile_id']}] {m['co_name'] or '?'} at {m['co_filename'] or '?'}:{m['co_firstlineno'] or '?'}"
@@ -116,7 +127,7 @@ def compile_text(con, run_id: str, compile_id: str, rank: int | None = None) -> 
                    f"  {_fmt_size(a['size_bytes'])}")
     if not arts:
         out.append("  none in the log for this compile id")
-    out += ["", f"print one: compilewatch show {run_id} {compile_id} --artifact KIND_OR_NAME"]
+    out += ["", f"print one: compilewatch show {run_id} {compile_id or '-'} --artifact KIND_OR_NAME"]
     return "\n".join(out)
 
 
@@ -134,6 +145,7 @@ def artifact_text(con, run_id: str, compile_id: str | None, what: str, rank: int
     """The payload of the artifact of that compile id whose kind or name is ``what`` (the first in
     log order when several match), pretty-printed when it is JSON."""
     _run(con, run_id)
+    compile_id = _cid(compile_id)
     matches = [a for a in artifacts.find(con, run_id, compile_id, what) if rank is None or a["rank"] == rank]
     if not matches:
         have = sorted({a["name"] or a["kind"] for a in artifacts.list_artifacts(con, run_id, compile_id)})

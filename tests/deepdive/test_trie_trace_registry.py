@@ -108,6 +108,8 @@ def test_cli_show_and_export_trace(deep_store, tmp_path, capsys):
     assert capsys.readouterr().out.startswith("class GraphModule(torch.nn.Module):")
     assert main(["show", rid, "5/5", "--db", db]) == 2
     assert "known compile ids: 0/0, 1/0, 1/1" in capsys.readouterr().err
+    assert main(["show", rid, "-", "--artifact", "torch_version", "--db", db]) == 0  # records without a compile id
+    assert "2.13.0+cpu" in capsys.readouterr().out
     out_file = tmp_path / "run.json"
     assert main(["export-trace", rid, "--out", str(out_file), "--db", db]) == 0
     assert _check_chrome_trace(json.loads(out_file.read_text()))

@@ -177,7 +177,8 @@ KEY_SOURCES = (("new_graph_break", S.break_keys, _describe_break),
                ("new_limit_hit", S.limit_keys, _describe_limit))
 
 
-def pick_runs(con, sides: Sides, since: timedelta, models=(), hardware=()) -> tuple[pd.DataFrame, pd.DataFrame]:
+def pick_runs(con, sides: Sides, since: timedelta, models=(), hardware=(),
+              run_ids=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(baseline runs, candidate runs) as frames of the runs relation. A run on both sides counts
     as candidate. With a candidate SPEC and no baseline, the baseline is the `since` before the
     candidate's first run."""
@@ -186,6 +187,8 @@ def pick_runs(con, sides: Sides, since: timedelta, models=(), hardware=()) -> tu
         extra.append("list_contains(?::VARCHAR[], rv.model)"); extra_params.append(list(models))
     if hardware:
         extra.append("list_contains(?::VARCHAR[], rv.hardware)"); extra_params.append(list(hardware))
+    if run_ids is not None:
+        extra.append("list_contains(?::VARCHAR[], rv.run_id)"); extra_params.append(list(run_ids))
 
     def select(spec: Spec, window: Window) -> pd.DataFrame:
         w1, p1 = spec_where(spec)
@@ -209,16 +212,18 @@ def pick_runs(con, sides: Sides, since: timedelta, models=(), hardware=()) -> tu
 
 def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timedelta = timedelta(days=7),
            rules: Rules | None = None, pinned: Spec | None = None, models=(), hardware=(),
-           with_changepoints: bool = True, windows: tuple[Window, Window] | None = None) -> Review:
+           with_changepoints: bool = True, windows: tuple[Window, Window] | None = None,
+           run_ids=None) -> Review:
     """Judge every metric and key of every model x hardware the candidate ran, against the baseline
     runs on the same hardware. See ``baseline`` for what the SPECs and windows select; ``windows``
-    (baseline, candidate) replaces the windows `since` would give (the dashboard's date picker)."""
+    (baseline, candidate) replaces the windows `since` would give (the dashboard's date picker);
+    ``run_ids`` keeps both sides within those runs (the dashboard's other filters)."""
     rules = rules or Rules()
     sides = resolve_sides(baseline, candidate, since, S.newest_run_time(con), pinned)
     if windows is not None:
         sides = Sides(sides.baseline, sides.candidate, Window() if sides.baseline else windows[0],
                       Window() if sides.candidate else windows[1])
-    base, cand = pick_runs(con, sides, since, models, hardware)
+    base, cand = pick_runs(con, sides, since, models, hardware, run_ids)
     desc_b, desc_c = sides.describe()
     all_runs = pd.concat([base.assign(side="baseline"), cand.assign(side="candidate")], ignore_index=True)
     values = S.run_values(con, list(all_runs["run_id"])) if len(all_runs) else pd.DataFrame(columns=S.METRIC_COLUMNS)

@@ -174,7 +174,8 @@ def runtime(con, f: Filters) -> pd.DataFrame:
                  max(value) FILTER (WHERE side = 'B') AS high_b, median(spread) FILTER (WHERE side = 'B') AS step_iqr_b,
                  count(DISTINCT run_id) FILTER (WHERE side = 'B') AS runs_b
           FROM v GROUP BY ALL)
-    SELECT *, 100 * (median_b / median_a - 1) AS change_pct FROM g
+    SELECT model, hardware, metric, subject, median_a, median_b, 100 * (median_b / median_a - 1) AS change_pct,
+           low_a, high_a, low_b, high_b, step_iqr_a, step_iqr_b, runs_a, runs_b FROM g
     ORDER BY metric = 'step_time', model, hardware, subject LIMIT 500
     """
     return df(con, sql, params)

@@ -7,6 +7,7 @@ from datetime import datetime, time, timedelta
 import pandas as pd
 
 from app.filters import Filters
+from app.queries.common import df, run_where
 from review.baseline import Window, parse_spec
 from review.detect import Verdict
 from review.rules import Rules, pinned_baseline
@@ -24,10 +25,13 @@ def _windows(f: Filters) -> tuple[Window, Window]:
 
 
 def weekly(con, f: Filters) -> Review:
-    """The Review behind the Overview and its report download."""
+    """The Review behind the Overview and its report download: the sidebar's filters (models,
+    torch versions, labels, hardware) hold on both sides; the dates pick the windows."""
     pinned = pinned_baseline()
+    where, params = run_where(f, use_time=False)
+    ids = df(con, f"SELECT r.run_id FROM runs r WHERE {where}", params)["run_id"]
     return review(con, rules=Rules.from_settings(), pinned=parse_spec(pinned) if pinned else None,
-                  models=f.models, hardware=f.hardware, windows=_windows(f), with_changepoints=True)
+                  windows=_windows(f), with_changepoints=True, run_ids=list(ids))
 
 
 def _row(v: Verdict) -> dict:

@@ -37,17 +37,19 @@ if verdicts is not None:
     verdicts = pd.concat([verdicts.reset_index(drop=True),
                           pd.DataFrame([links(r) for r in verdicts.itertuples()], columns=["compare", "run", "detail"])],
                          axis=1)
-    for col, worse, title in zip(st.columns(2), (True, False), (":red[Got worse]", ":green[Got better]")):
-        with col:
+    # stacked, full width: the evidence and the links need the room
+    for worse, title in ((True, ":red[Got worse]"), (False, ":green[Got better]")):
+        with st.container():
             st.subheader(title)
             part = verdicts[verdicts["status"].isin(["regression", "suspicious"]) if worse
                             else verdicts["status"].eq("improvement")]
             ui.table(part, key=f"ov_{'worse' if worse else 'better'}",
                      empty=("Nothing got worse beyond the rules and the runs' own noise." if worse
                             else "Nothing got better beyond the noise."),
-                     hide=("baseline_run", "candidate_run", "break_key", "function", "summary"),
+                     hide=("baseline_run", "candidate_run", "break_key", "function", "summary")
+                     + (("subject",) if not part["subject"].astype(bool).any() else ()),
                      status=ui.text_col("Verdict", "small"), model=ui.text_col("Model", "small"),
-                     hardware=ui.text_col("Hardware", "small"), metric=ui.text_col("Metric", "small"),
+                     hardware=ui.text_col("Hardware", "small"), metric=ui.text_col("Metric", "medium"),
                      subject=ui.text_col("Of", "small"), change=ui.num_col("Change", "%+.1f%%"),
                      evidence=ui.text_col("Evidence", "large"), command=ui.text_col("Command", "medium"),
                      compare=ui.link_col("Compare", width="small"), run=ui.link_col("Run", width="small"),

@@ -28,6 +28,7 @@ class Filters:
     version_b: str | None = None
     break_key: str | None = None
     function: str | None = None
+    frame: str | None = None           # compile time: "co_name @ file:line" (file base name)
     compile_id: str | None = None      # run detail: the compile whose full metrics are shown
     search: str | None = None          # substring of break type / reason / file
     only_new: bool = False             # hotspots: breaks first seen in the last 7 days of the window
@@ -52,7 +53,7 @@ class Filters:
 # URL name -> field. Lists repeat the key (?model=a&model=b), as st.query_params.get_all reads them.
 _LIST_PARAMS = {"model": "models", "torch": "torch_versions", "label": "labels", "hw": "hardware"}
 _STR_PARAMS = {"run": "run_id", "run_b": "run_b", "by": "dimension", "a": "version_a", "b": "version_b",
-               "break": "break_key", "fn": "function", "cid": "compile_id",
+               "break": "break_key", "fn": "function", "frame": "frame", "cid": "compile_id",
                "q": "search"}
 _DATE_PARAMS = {"from": "start", "to": "end"}
 

@@ -19,11 +19,15 @@ from app.queries.common import df, runs_cte
 
 PHASES = ("tracing", "AOT", "Inductor", "autotuning")
 
-_PHASE_COLS = """
-    greatest(coalesce(c.entire_frame_compile_time_s, 0) - coalesce(c.backend_compile_time_s, 0), 0) AS tracing_s,
-    greatest(coalesce(c.backend_compile_time_s, 0) - coalesce(c.inductor_compile_time_s, 0), 0) AS aot_s,
-    greatest(coalesce(c.inductor_compile_time_s, 0) - coalesce(c.autotune_time_s, 0), 0) AS inductor_s,
-    least(coalesce(c.autotune_time_s, 0), coalesce(c.inductor_compile_time_s, c.autotune_time_s, 0)) AS autotune_s"""
+# Each phase of one compile (``c``), in seconds; the module docstring says what each is.
+_PHASE_EXPRS = (
+    ("tracing_s", "greatest(coalesce(c.entire_frame_compile_time_s, 0) - coalesce(c.backend_compile_time_s, 0), 0)"),
+    ("aot_s", "greatest(coalesce(c.backend_compile_time_s, 0) - coalesce(c.inductor_compile_time_s, 0), 0)"),
+    ("inductor_s", "greatest(coalesce(c.inductor_compile_time_s, 0) - coalesce(c.autotune_time_s, 0), 0)"),
+    ("autotune_s", "least(coalesce(c.autotune_time_s, 0), coalesce(c.inductor_compile_time_s, c.autotune_time_s, 0))"),
+)
+_PHASE_COLS = ",\n    ".join(f"{e} AS {n}" for n, e in _PHASE_EXPRS)
+_PHASE_SUMS = ",\n    ".join(f"sum({e}) AS {n}" for n, e in _PHASE_EXPRS)
 
 # Per compile of the filtered runs: its frame and phase split.
 _COMPILES = """
@@ -81,6 +85,42 @@ def frame_hotspots(con, f: Filters) -> pd.DataFrame:
            co_filename AS example_path
     FROM agg ORDER BY total_s DESC, compiles DESC, co_name LIMIT ?"""
     return df(con, sql, params + [f.limit])
+
+
+def frame_key(co_name: str, code: str) -> str:
+    """The Filters.frame value of a frame_hotspots row: "co_name @ file:line"."""
+    return f"{co_name} @ {code}"
+
+
+def _parse_frame(frame: str | None) -> tuple[str, str, int] | None:
+    try:
+        co_name, code = frame.rsplit(" @ ", 1)
+        file, line = code.rsplit(":", 1)
+        return co_name, file, int(line)
+    except (AttributeError, ValueError):
+        return None
+
+
+def frame_runs(con, f: Filters) -> pd.DataFrame:
+    """The runs that compiled frame f.frame ("co_name @ file:line"), costliest first (f.limit rows):
+    run_id, model, label, torch_version, run_time, compiles, recompiles, total_s and its phases.
+    Empty for a frame that does not parse."""
+    key = _parse_frame(f.frame)
+    cols = ["run_id", "model", "label", "torch_version", "run_time", "compiles", "recompiles", "total_s",
+            "tracing_s", "aot_s", "inductor_s", "autotune_s"]
+    if key is None:
+        return pd.DataFrame(columns=cols)
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte}
+    SELECT c.run_id, any_value(r.model) AS model, any_value(r.label) AS label,
+           any_value(r.torch_version) AS torch_version, any_value(fr.run_time) AS run_time,
+           count(*) AS compiles, count(*) FILTER (WHERE c.is_recompile) AS recompiles,
+           sum(coalesce(c.entire_frame_compile_time_s, 0)) AS total_s, {_PHASE_SUMS}
+    FROM compiles c JOIN fr USING (run_id) JOIN runs r USING (run_id)
+    WHERE c.co_name = ? AND c.co_firstlineno = ? AND regexp_extract(c.co_filename, '[^/\\\\]*$') = ?
+    GROUP BY c.run_id ORDER BY total_s DESC, c.run_id LIMIT ?"""
+    return df(con, sql, params + [key[0], key[2], key[1], f.limit])
 
 
 def phase_split(con, f: Filters) -> pd.DataFrame:

@@ -30,21 +30,47 @@ if versions is not None:
     frames_tab.altair_chart(charts.frame_compile_bars(versions), width="stretch")
 
 hot = ui.load(compile_time.frame_hotspots, f)
-if hot is not None and not hot.empty:
+ui.page_state("ct_frame", url.frame, None)
+if hot is not None and hot.empty:
+    st.caption("No compiles in these filters (or none matches the search).")
+elif hot is not None:
     hot = hot.assign(storm=[ui.link("recompiles", f.replace(search=None), function=name) if n else None
                             for name, n in zip(hot["co_name"], hot["recompiles"])])
-ui.table(hot, key="ct_frames", empty="No compiles in these filters (or none matches the search).",
-         hide=("example_path",),
-         co_name=ui.text_col("Function"), code=ui.text_col("Frame", "medium"),
-         total_s=ui.num_col("Compile time", "%.1f s"), share_pct=ui.num_col("Share", "%.1f%%"),
-         dominant=ui.text_col("Dominant phase"), compiles=ui.count_col("Compiles"),
-         recompiles=ui.count_col("Recompiles"), recompile_s=ui.num_col("In recompiles", "%.1f s"),
-         tracing_s=ui.num_col("Tracing", "%.1f s"), aot_s=ui.num_col("AOT", "%.1f s"),
-         inductor_s=ui.num_col("Inductor", "%.1f s"), autotune_s=ui.num_col("Autotuning", "%.1f s"),
-         cache_misses=ui.count_col("Cache misses"),
-         cache_miss_s=ui.num_col("In cache-missed compiles", "%.1f s"), runs=ui.count_col("Runs"),
-         models=ui.text_col("Models"), torch_versions=ui.text_col("Torch versions"),
-         storm=ui.link_col("Recompiles", "storm"))
+    keys = [compile_time.frame_key(n, c) for n, c in zip(hot["co_name"], hot["code"])]
+
+    def _picked():
+        rows = st.session_state["ct_frames"].selection.rows
+        st.session_state["ct_frame"] = keys[rows[0]] if rows else None
+
+    st.caption("Select a row for the runs that compiled that frame.")
+    st.dataframe(
+        hot.drop(columns=["example_path"]), key="ct_frames", on_select=_picked, selection_mode="single-row",
+        hide_index=True, width="stretch",
+        column_config={
+            "co_name": ui.text_col("Function"), "code": ui.text_col("Frame", "medium"),
+            "total_s": ui.num_col("Compile time", "%.1f s"), "share_pct": ui.num_col("Share", "%.1f%%"),
+            "dominant": ui.text_col("Dominant phase"), "compiles": ui.count_col("Compiles"),
+            "recompiles": ui.count_col("Recompiles"), "recompile_s": ui.num_col("In recompiles", "%.1f s"),
+            "tracing_s": ui.num_col("Tracing", "%.1f s"), "aot_s": ui.num_col("AOT", "%.1f s"),
+            "inductor_s": ui.num_col("Inductor", "%.1f s"), "autotune_s": ui.num_col("Autotuning", "%.1f s"),
+            "cache_misses": ui.count_col("Cache misses"),
+            "cache_miss_s": ui.num_col("In cache-missed compiles", "%.1f s"), "runs": ui.count_col("Runs"),
+            "models": ui.text_col("Models"), "torch_versions": ui.text_col("Torch versions"),
+            "storm": ui.link_col("Recompiles", "storm"),
+        })
+    f = f.replace(frame=st.session_state["ct_frame"])
+    if f.frame:
+        st.markdown(f"**Runs that compiled {ui.md(f.frame)}**")
+        runs = ui.load(compile_time.frame_runs, f.replace(search=None))
+        if runs is not None and not runs.empty:
+            runs = runs.assign(open=[ui.link("run", f.replace(search=None, frame=None), run_id=r) for r in runs["run_id"]])
+        ui.table(runs, key="ct_frame_runs", empty="No run in these filters compiled that frame.",
+                 run_id=ui.text_col("Run"), model=ui.text_col("Model"), label=ui.text_col("Label"),
+                 torch_version=ui.text_col("Torch"), run_time=ui.time_col("Started (UTC)"),
+                 compiles=ui.count_col("Compiles"), recompiles=ui.count_col("Recompiles"),
+                 total_s=ui.num_col("Compile time", "%.2f s"), tracing_s=ui.num_col("Tracing", "%.2f s"),
+                 aot_s=ui.num_col("AOT", "%.2f s"), inductor_s=ui.num_col("Inductor", "%.2f s"),
+                 autotune_s=ui.num_col("Autotuning", "%.2f s"), open=ui.link_col("Run detail", "open"))
 
 st.subheader("Runtime linkage: what each compiled callable's steps cost against its compile")
 st.caption("From the collector's timing hooks. Compile cost = the compiling calls' time minus what they would "

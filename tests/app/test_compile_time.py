@@ -209,3 +209,22 @@ def test_autotuning_phase_from_a_max_autotune_run(tmp_path):
     assert frames["autotune_s"].sum() == pytest.approx(autotune)
     assert (frames["tracing_s"] + frames["aot_s"] + frames["inductor_s"] + frames["autotune_s"]
             <= frames["total_s"] + 1e-9).all()
+
+
+def test_compile_time_page_frame_drill_down(app_at, db):
+    """?frame= opens the runs that compiled that frame, each linked to its Run detail."""
+    with Store(db).read() as con:
+        runs = dict(con.execute("SELECT label, run_id FROM runs").fetchall())
+    at = app_at(db, "views/compile_time.py",
+                query={"from": "2000-01-01", "to": "2100-01-01", "frame": "forward @ ddp_train.py:31"})
+    assert not at.exception and not at.error
+    shown = next(d.value for d in at.dataframe if "open" in d.value.columns)
+    assert set(shown["run_id"]) == {runs["ranks-same"], runs["ranks-diverge"]}
+    diverge = shown.set_index("run_id").loc[runs["ranks-diverge"]]
+    assert diverge["recompiles"] == 1 and diverge["open"] == f"run?run={runs['ranks-diverge']}&from=2000-01-01&to=2100-01-01"
+    expected = defaultdict(float)
+    for b in BUNDLES[:2]:
+        for cm in _compilation_metrics(b):
+            if cm.get("co_name") == "forward" and cm.get("co_filename", "").endswith("/ddp_train.py"):
+                expected[b.name] += cm.get("entire_frame_compile_time_s") or 0
+    assert sorted(shown["total_s"]) == pytest.approx(sorted(expected.values()))

@@ -7,7 +7,6 @@ so rich never reads it as markup either.
 """
 from __future__ import annotations
 
-import re
 import sys
 
 from rich.console import Console
@@ -15,14 +14,15 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 from rich.text import Text
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+from . import safetext
+
 # Not a terminal (CI logs, pipes): wide enough that a line of the table stays one line to grep.
 _PIPE_WIDTH = 200
 
 
 def safe(value) -> str:
     """`value` as text with every control character (ESC, BEL, CR, newline, C1) written as \\xNN."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", "" if value is None else str(value))
+    return safetext.plain(value, lines=False)
 
 
 def console(stderr: bool = False) -> Console:

@@ -13,6 +13,7 @@ import math
 import re
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # every ASCII punctuation character: CommonMark lets each be backslash-escaped
 _MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
 # Renderers (Streamlit's remark-gfm among them) turn bare URLs, www. names and e-mail addresses into
@@ -34,10 +35,12 @@ def _str(value) -> str:
     return str(value)
 
 
-def plain(value) -> str:
+def plain(value, *, lines: bool = True) -> str:
     """Text with control characters (ANSI escapes, NUL, bare CR, BEL) shown as \\xNN instead of
-    acting on a terminal or breaking a line; newlines and tabs are kept."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", _str(value))
+    acting on a terminal or breaking a line. Newlines and tabs are kept unless ``lines`` is False
+    (one table cell, one line of terminal output)."""
+    pattern = _CONTROL if lines else _CONTROL_ALL
+    return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", _str(value))
 
 
 def markdown(value, *, one_line: bool = True) -> str:

@@ -128,6 +128,20 @@ def _copy_limited(src, dest: Path, archive: str, member: str, budget: Budget) ->
             out.write(chunk)
 
 
+def _write_member(dest: Path, rel: PurePosixPath | None, name: str, is_dir: bool, open_src, display: str,
+                  budget: Budget) -> None:
+    if rel is None:
+        return
+    budget.charge_entry(display, name)
+    target = dest / rel
+    if is_dir:
+        target.mkdir(parents=True, exist_ok=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open_src() as src:
+        _copy_limited(src, target, display, name, budget)
+
+
 def _extract_zip(path: Path, dest: Path, budget: Budget, display: str) -> None:
     with zipfile.ZipFile(path) as zf:
         members = zf.infolist()
@@ -140,17 +154,8 @@ def _extract_zip(path: Path, dest: Path, budget: Budget, display: str) -> None:
             if info.flag_bits & 0x1:
                 raise ArchiveError(f"{display}: member {info.filename!r} is encrypted", "archive it without a password")
         for info in members:
-            rel = _safe_relpath(display, info.filename)
-            if rel is None:
-                continue
-            budget.charge_entry(display, info.filename)
-            target = dest / rel
-            if info.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src:
-                _copy_limited(src, target, display, info.filename, budget)
+            _write_member(dest, _safe_relpath(display, info.filename), info.filename, info.is_dir(),
+                          lambda info=info: zf.open(info), display, budget)
 
 
 def _extract_tar(path: Path, dest: Path, budget: Budget, display: str) -> None:
@@ -179,16 +184,8 @@ def _extract_tar_members(tf, dest: Path, budget: Budget, display: str) -> None:
         if not (member.isfile() or member.isdir()):
             raise ArchiveError(f"{display}: member {member.name!r} is a device or special file",
                                "archive only regular files and folders")
-        if rel is None:
-            continue
-        budget.charge_entry(display, member.name)
-        target = dest / rel
-        if member.isdir():
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        src = tf.extractfile(member)
-        _copy_limited(src, target, display, member.name, budget)
+        _write_member(dest, rel, member.name, member.isdir(), lambda member=member: tf.extractfile(member),
+                      display, budget)
 
 
 def extract(path: Path, dest: Path, budget: Budget | None = None, display: str | None = None) -> Path:

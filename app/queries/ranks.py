@@ -36,7 +36,8 @@ def per_rank(con, f: Filters) -> pd.DataFrame:
     graphs (compiles that produced a graph with ops), failures, compile_time_s, recompiles,
     recompiled (function names), graph_breaks, break_types, cache_hits, cache_misses, cache_pattern
     ("compile_id cache outcome" in log order), execution_order (compile ids of the graph calls, when
-    the job logged graph_execution), files. Rank is null where neither the file name nor
+    the job logged graph_execution), collective_schedule ("compile_id op" of each graph's
+    inductor_collective_schedule), files. Rank is null where neither the file name nor
     the records say."""
     compiles = df(con, f"""
     WITH {_FILES}
@@ -66,36 +67,56 @@ def per_rank(con, f: Filters) -> pd.DataFrame:
            list(concat_ws(' ', {_CID}, e.cache, e.outcome) ORDER BY e.file_id, e.line_no) AS cache_pattern
     FROM cache_events e LEFT JOIN fr USING (file_id) WHERE e.run_id = ? GROUP BY ALL""", _params(f))
     out = compiles
-    for part in (recompiles, breaks, cache, _execution_orders(con, f)):
+    for part in (recompiles, breaks, cache, _artifact_sequences(con, f)):
         out = out.merge(part, on="rank", how="outer")
     for col in ("compiles", "graphs", "failures", "recompiles", "graph_breaks", "cache_hits", "cache_misses", "files"):
         out[col] = out[col].fillna(0).astype(int)
     out["compile_time_s"] = out["compile_time_s"].astype(float)
     out["compile_ids"] = [sorted(_as_list(v), key=compile_id_order) for v in out["compile_ids"]]
     out["cache_pattern"] = [_as_list(v) for v in out["cache_pattern"]]
-    out["execution_order"] = [_as_list(v) for v in out["execution_order"]]
+    for col in _SEQUENCES:
+        out[col] = [_as_list(v) for v in out[col]]
     return out.sort_values("rank", na_position="last").reset_index(drop=True)
 
 
-def _execution_orders(con, f: Filters) -> pd.DataFrame:
+def _graph_calls(doc) -> list[str]:
     # torch._inductor.debug.record_and_log_graph_execution_order() logs a ``graph_execution``
-    # artifact per rank: the compile id of every compiled graph call, in call order
+    # artifact per rank: {"graph_execution_order": [{"compile_id": "0/1"}, ...]}, in call order
+    return [str(c.get("compile_id")) for c in doc.get("graph_execution_order") or [] if isinstance(c, dict)]
+
+
+def _collectives(doc, compile_id) -> list[str]:
+    # Inductor logs an ``inductor_collective_schedule`` artifact per compiled graph: the collective
+    # ops in the order the generated code issues them (tlparse compares them across ranks)
+    return [f"{compile_id} {op}" for op in doc] if isinstance(doc, list) else []
+
+
+# column of per_rank -> (artifact name, payload JSON and compile id -> that rank's items)
+_SEQUENCES = {"execution_order": ("graph_execution", lambda doc, cid: _graph_calls(doc)),
+              "collective_schedule": ("inductor_collective_schedule", _collectives)}
+
+
+def _artifact_sequences(con, f: Filters) -> pd.DataFrame:
+    """Per rank, the sequences that ranks of one job should share, read from named artifacts."""
+    by_name = {name: col for col, (name, _) in _SEQUENCES.items()}
     found = df(con, f"""
     WITH {_FILES}
-    SELECT coalesce(fr.name_rank, a.rank) AS rank, a.file_id, a.line_no
+    SELECT coalesce(fr.name_rank, a.rank) AS rank, a.file_id, a.line_no, a.name, a.compile_id
     FROM artifacts a LEFT JOIN fr USING (file_id)
-    WHERE a.run_id = ? AND a.kind = 'artifact' AND a.name = 'graph_execution'
-    ORDER BY a.file_id, a.line_no""", _params(f))
-    orders: dict = {}
+    WHERE a.run_id = ? AND a.kind = 'artifact' AND list_contains(?::VARCHAR[], a.name)
+    ORDER BY a.file_id, a.line_no""", _params(f)[:2] + [f.run_id, list(by_name)])
+    seqs: dict = {}
     for row in found.itertuples():
+        col = by_name[row.name]
         try:
             doc = json.loads(artifacts.fetch(con, f.run_id, row.file_id, row.line_no).text)
-            calls = [str(c.get("compile_id")) for c in doc.get("graph_execution_order") or [] if isinstance(c, dict)]
+            items = _SEQUENCES[col][1](doc, row.compile_id)
         except (ValueError, AttributeError, CompileWatchError):
             continue  # a payload that is not the documented JSON says nothing about the order
-        orders.setdefault(None if pd.isna(row.rank) else int(row.rank), []).extend(calls)
-    return pd.DataFrame({"rank": list(orders), "execution_order": list(orders.values())},
-                        columns=["rank", "execution_order"]).astype({"rank": "Int64"})
+        rank = None if pd.isna(row.rank) else int(row.rank)
+        seqs.setdefault(rank, {c: [] for c in _SEQUENCES})[col].extend(items)
+    return pd.DataFrame([{"rank": r, **v} for r, v in seqs.items()],
+                        columns=["rank", *_SEQUENCES]).astype({"rank": "Int64"})
 
 
 def _as_list(v) -> list:
@@ -154,6 +175,16 @@ def _order_text(calls) -> str:
     return f"{len(calls)} graph call(s): {head}"
 
 
+def _op(item: str) -> str:
+    return item.replace("torch.ops._c10d_functional.", "").replace(".default", "")
+
+
+def _schedule_text(ops) -> str:
+    if not ops:
+        return "not logged"
+    return f"{len(ops)} collective(s): {', '.join(_op(o) for o in ops[:6])}{' …' if len(ops) > 6 else ''}"
+
+
 def _names(text, sep: str) -> tuple:
     return tuple(text.split(sep)) if isinstance(text, str) and text else ()
 
@@ -175,11 +206,12 @@ def _difference(aspect: str, value, reference) -> str:
         detail = ([f"has {', '.join(extra[:6])}{' …' if len(extra) > 6 else ''}"] if extra else []) + \
                  ([f"lacks {', '.join(missing[:6])}{' …' if len(missing) > 6 else ''}"] if missing else [])
         return text + (f" ({'; '.join(detail)})" if detail else "")
-    if aspect == "execution order":
+    if aspect in ("execution order", "collective schedule"):
+        what = "call" if aspect == "execution order" else "collective"
         first = next((i for i, (a, b) in enumerate(zip(value, reference)) if a != b), None)
         if first is None:
-            return f"{len(value)} graph call(s) vs {len(reference)}: the same order as far as both go"
-        return f"call #{first + 1} ran {value[first]} here, {reference[first]} in the reference"
+            return f"{len(value)} {what}(s) vs {len(reference)}: the same order as far as both go"
+        return f"{what} #{first + 1} is {_op(value[first])} here, {_op(reference[first])} in the reference"
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], tuple):
         (n, names), (ref_n, ref_names) = value, reference
         only_here = [x for x in names if x not in ref_names]
@@ -195,6 +227,7 @@ ASPECTS = (
     _Aspect("graphs", lambda r: int(r.graphs), str),
     _Aspect("cache hits/misses", lambda r: tuple(r.cache_pattern), _pattern_text),
     _Aspect("execution order", lambda r: tuple(r.execution_order), _order_text),
+    _Aspect("collective schedule", lambda r: tuple(r.collective_schedule), _schedule_text),
     # counts, with the names behind them so the difference can say which ones
     _Aspect("recompiles", lambda r: (int(r.recompiles), _names(r.recompiled, ", ")), lambda v: str(v[0])),
     _Aspect("graph breaks", lambda r: (int(r.graph_breaks), _names(r.break_types, " | ")), lambda v: str(v[0])),

@@ -190,7 +190,8 @@ with tabs[8]:
                  difference=ui.text_col("Difference", "large"))
     if rank_view is not None and not rank_view.empty:
         shown = rank_view.assign(compile_ids=[", ".join(x) for x in rank_view["compile_ids"]],
-                                 execution_order=[", ".join(x) for x in rank_view["execution_order"]]).drop(
+                                 execution_order=[", ".join(x) for x in rank_view["execution_order"]],
+                                 collective_schedule=[len(x) for x in rank_view["collective_schedule"]]).drop(
             columns=["cache_pattern"])
         ui.table(shown, key="rd_ranks", rank=ui.count_col("Rank"), compiles=ui.count_col("Compiles"),
                  compile_ids=ui.text_col("Compile ids", "medium"), graphs=ui.count_col("Graphs"),
@@ -199,7 +200,8 @@ with tabs[8]:
                  recompiled=ui.text_col("Recompiled"), graph_breaks=ui.count_col("Graph breaks"),
                  break_types=ui.text_col("Break types", "medium"), cache_hits=ui.count_col("Cache hits"),
                  cache_misses=ui.count_col("Cache misses"),
-                 execution_order=ui.text_col("Graph calls in order", "medium"))
+                 execution_order=ui.text_col("Graph calls in order", "medium"),
+                 collective_schedule=ui.count_col("Collectives scheduled"))
         ui.table(ui.load(ranks.rank_steps, f), key="rd_rank_steps", rank=ui.count_col("Rank"),
                  callable=ui.text_col("Callable"), mode=ui.text_col("Mode"), steps=ui.count_col("Steps"),
                  compile_ms=ui.num_col("Compiling steps", "%.0f ms"), steady_ms=ui.num_col("Steady median", "%.3f ms"),

@@ -159,9 +159,27 @@ def test_public_graph_execution_order(public_logs, tmp_path):
         per = ranks.per_rank(con, Filters(run_id="geo")).set_index("rank")
         div = ranks.divergence(con, Filters(run_id="geo"))
     assert {r: per.loc[r, "execution_order"] for r in (0, 1)} == logged
-    assert list(div["aspect"]) == ["execution order"]
+    # their collective schedules differ too (graph 0/1 on rank 1 adds a reduce_scatter), nothing else
+    assert list(div["aspect"]) == ["execution order", "collective schedule"]
     first = next(i for i, (a, b) in enumerate(zip(logged[1], logged[0])) if a != b)
-    assert div.iloc[0]["difference"] == f"call #{first + 1} ran {logged[1][first]} here, {logged[0][first]} in the reference"
+    assert div.iloc[0]["difference"] == f"call #{first + 1} is {logged[1][first]} here, {logged[0][first]} in the reference"
+
+
+def test_public_collective_schedule(public_logs, tmp_path):
+    """multi_rank_schedule: both files' envelopes say rank 0, their names say 0 and 1; graph 0/0
+    schedules 6 collectives on rank 0 and 4 on rank 1 (tlparse's test_collective_schedule_parsing)."""
+    store = Store.open(tmp_path / "cw.duckdb")
+    paths = sorted(public_logs.glob("tlparse__inputs__multi_rank_schedule__*.log"))
+    assert ingest_paths(store, paths, run_id="sch").ok
+    with store.read() as con:
+        per = ranks.per_rank(con, Filters(run_id="sch")).set_index("rank")
+        div = ranks.divergence(con, Filters(run_id="sch")).set_index("aspect")
+    ops = {r: [x for x in per.loc[r, "collective_schedule"] if x.startswith("0/0 ")] for r in (0, 1)}
+    assert (len(ops[0]), len(ops[1])) == (6, 4)
+    assert list(div.index) == ["collective schedule"]
+    assert (div.loc["collective schedule", "ranks"], div.loc["collective schedule", "reference_ranks"]) == ("1", "0")
+    assert div.loc["collective schedule", "difference"] == \
+        "collective #4 is 0/0 wait_tensor here, 0/0 reduce_scatter_tensor in the reference"
 
 
 def test_cli_ranks(ranks_db, capsys):

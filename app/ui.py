@@ -235,11 +235,33 @@ def first_text(*values) -> str:
     return ""
 
 
+MISSING = "–"   # what a missing value shows as, everywhere (never "None" or "nan")
+
+
+def missing(value) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):   # lists, arrays: present
+        return False
+
+
+def dash(value) -> str:
+    """A value as text for a label or a cell: MISSING when it is None, NaN or empty."""
+    return MISSING if missing(value) or value == "" else str(value)
+
+
+def fmt_ratio(value) -> str:
+    """A ratio (speedup, memory) with three significant digits: 1.23×, 0.000412× (never 0.000×)."""
+    return MISSING if missing(value) else f"{value:.3g}×"
+
+
 def fmt_value(value, unit: str = "") -> str:
-    if value is None or pd.isna(value):
-        return "–"
+    if missing(value):
+        return MISSING
     if unit == "×":
-        return f"{value:.3f}×"
+        return fmt_ratio(value)
     if unit == "s":
         return f"{value:,.1f} s"
     return f"{value:,.0f}"
@@ -266,6 +288,10 @@ def table(frame: pd.DataFrame | None, *, key: str | None = None, empty: str | No
             st.caption(empty)
         return
     shown = frame.drop(columns=[c for c in hide if c in frame.columns])
+    # Missing text shows as a dash; number columns keep their type (and format) and show empty.
+    text = [c for c in shown.columns if shown[c].dtype == object or pd.api.types.is_string_dtype(shown[c])]
+    if text:
+        shown = shown.assign(**{c: shown[c].map(lambda v: MISSING if missing(v) else v) for c in text})
     st.dataframe(shown, hide_index=True, width="stretch", key=key, column_config=columns or None)
 
 
@@ -277,8 +303,11 @@ def count_col(label: str, **kw):
     return st.column_config.NumberColumn(label, format="localized", **kw)
 
 
+RATIO = "%.3g×"   # three significant digits: 1.23×, 0.000412×
+
+
 def num_col(label: str, fmt: str, **kw):
-    """fmt in printf style with the unit: "%.2f s", "%.3f×", "%+.1f%%", "%.2f ms"."""
+    """fmt in printf style with the unit: "%.2f s", RATIO, "%+.1f%%", "%.2f ms"."""
     return st.column_config.NumberColumn(label, format=fmt, **kw)
 
 

@@ -22,7 +22,8 @@ if mode == "Two runs":
         st.info("Needs two runs in the selection. Widen the time window.", icon=":material/info:")
         ui.set_url(f)
         st.stop()
-    labels = {} if runs is None else {r.run_id: f"{r.run_id} · {r.model} · torch {r.torch_version}" for r in runs.itertuples()}
+    labels = {} if runs is None else {r.run_id: f"{r.run_id} · {ui.dash(r.model)} · torch {ui.dash(r.torch_version)}"
+                                      for r in runs.itertuples()}
     ui.page_state("cmp_run_a", url.run_id, ids[1])
     ui.page_state("cmp_run_b", url.run_b, ids[0])
     ca, cb = st.columns(2)
@@ -71,7 +72,7 @@ if summary is not None and len(summary) == 2:
              ("Distinct breaks", "distinct_breaks", "lower", "{:,.0f}", False),
              ("Recompiles / run", "recompiles", "lower", "{:,.1f}", True),
              ("Limit hits / run", "limit_hits", "lower", "{:,.2f}", True),
-             ("Geomean speedup", "geomean_speedup", "higher", "{:.3f}×", False),
+             ("Geomean speedup", "geomean_speedup", "higher", "{:.3g}×", False),
              ("Compile time / run", "compile_s_per_run", "lower", "{:,.1f} s", False)]
     cols = st.columns(4) + st.columns(4)  # two rows: labels stay readable
     for col, (label, key, better, fmt, divide) in zip(cols, items):
@@ -130,9 +131,9 @@ with right:
     st.subheader("Speedup per model")
     ui.table(ui.load(compare.speedup_diff, f), key="cmp_speedups", empty="No benchmark results on either side.",
              model=ui.text_col("Model"), hardware=ui.text_col("Hardware", "small"),
-             speedup_a=ui.num_col("Speedup A", "%.3f×"),
-             speedup_b=ui.num_col("Speedup B", "%.3f×"), speedup_change_pct=ui.num_col("Δ", "%+.1f%%"),
+             speedup_a=ui.num_col("Speedup A", ui.RATIO),
+             speedup_b=ui.num_col("Speedup B", ui.RATIO), speedup_change_pct=ui.num_col("Δ", "%+.1f%%"),
              compile_s_a=ui.num_col("Compile A", "%.1f s"), compile_s_b=ui.num_col("Compile B", "%.1f s"),
-             memory_ratio_a=ui.num_col("Memory A", "%.3f×"), memory_ratio_b=ui.num_col("Memory B", "%.3f×"))
+             memory_ratio_a=ui.num_col("Memory A", ui.RATIO), memory_ratio_b=ui.num_col("Memory B", ui.RATIO))
 
 ui.set_url(f)

@@ -22,8 +22,9 @@ if not ids:
     st.info("No runs in these filters. Widen the time window.", icon=":material/info:")
     ui.set_url(f)
     st.stop()
-labels = {r.run_id: ui.plain(f"{r.run_id} · {r.model or '?'} · torch {r.torch_version or '?'} · {r.run_time:%Y-%m-%d %H:%M}")
-          for r in runs.itertuples() if r.run_time is not None}
+labels = {r.run_id: ui.plain(f"{r.run_id} · {ui.dash(r.model)} · torch {ui.dash(r.torch_version)}"
+                            + ("" if ui.missing(r.run_time) else f" · {r.run_time:%Y-%m-%d %H:%M}"))
+          for r in runs.itertuples()}
 ui.page_state("rd_run", url.run_id, ids[0])
 if st.session_state["rd_run"] not in ids:
     st.session_state["rd_run"] = ids[0]
@@ -146,9 +147,9 @@ with tabs[4]:
             st.altair_chart(charts.step_times(s), width="stretch")
 with tabs[5]:
     ui.table(ui.load(run_detail.bench, f), key="rd_bench", empty="No benchmark results for this run.",
-             speedup=ui.num_col("Speedup", "%.3f×"), abs_latency_ms=ui.num_col("Compiled", "%.2f ms"),
+             speedup=ui.num_col("Speedup", ui.RATIO), abs_latency_ms=ui.num_col("Compiled", "%.2f ms"),
              eager_latency_ms=ui.num_col("Eager", "%.2f ms"), compilation_latency_s=ui.num_col("Compile", "%.1f s"),
-             compression_ratio=ui.num_col("Memory ratio", "%.3f×"), eager_peak_mem_gb=ui.num_col("Eager peak", "%.2f GB"),
+             compression_ratio=ui.num_col("Memory ratio", ui.RATIO), eager_peak_mem_gb=ui.num_col("Eager peak", "%.2f GB"),
              dynamo_peak_mem_gb=ui.num_col("Compiled peak", "%.2f GB"))
 with tabs[6]:
     d = ui.load(run_detail.errors_summary, f)

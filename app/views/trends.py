@@ -30,8 +30,8 @@ elif trend is not None:
         left.altair_chart(charts.by_version(by_version, dim), width="stretch")
         with right:
             ui.table(by_version, key="tr_by_version", version=ui.text_col(names[dim]),
-                     geomean_speedup=ui.num_col("Geomean speedup", "%.3f×"), compile_s=ui.num_col("Compile time", "%.1f s"),
-                     memory_ratio=ui.num_col("Memory ratio", "%.3f×"), models=ui.count_col("Models"),
+                     geomean_speedup=ui.num_col("Geomean speedup", ui.RATIO), compile_s=ui.num_col("Compile time", "%.1f s"),
+                     memory_ratio=ui.num_col("Memory ratio", ui.RATIO), models=ui.count_col("Models"),
                      runs=ui.count_col("Runs"), first_run=ui.time_col("First run", "YYYY-MM-DD"),
                      last_run=ui.time_col("Last run", "YYYY-MM-DD"))
 
@@ -67,8 +67,8 @@ elif trend is not None:
                       .apply(colour, subset=["speedup_change_pct"], higher_is_better=True)
                       .apply(colour, subset=["compile_change_pct"], higher_is_better=False)
                       .apply(colour, subset=["memory_change_pct"], higher_is_better=True)
-                      .format({"speedup_a": "{:.3f}×", "speedup_b": "{:.3f}×", "memory_ratio_a": "{:.3f}×",
-                               "memory_ratio_b": "{:.3f}×", "compile_s_a": "{:.1f} s", "compile_s_b": "{:.1f} s",
+                      .format({"speedup_a": "{:.3g}×", "speedup_b": "{:.3g}×", "memory_ratio_a": "{:.3g}×",
+                               "memory_ratio_b": "{:.3g}×", "compile_s_a": "{:.1f} s", "compile_s_b": "{:.1f} s",
                                "speedup_change_pct": "{:+.1f}%", "compile_change_pct": "{:+.1f}%",
                                "memory_change_pct": "{:+.1f}%"}, na_rep="–"))
             st.caption(f"Green: better by more than {noise:.0f}%; red: worse by more than {noise:.0f}% "

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .formats import glog
+
 GZIP_MAGIC = b"\x1f\x8b"
 SNIFF_BYTES = 256 * 1024
 
@@ -19,8 +21,7 @@ TIMINGS = "timings"
 MANIFEST = "manifest"
 UNKNOWN = "unknown"
 
-_GLOG_JSON = re.compile(rb"^(?:\[rank\d+\]:)?[VIWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]*\] \{\"")
-_GLOG = re.compile(rb"^(?:\[rank\d+\]:)?[VIWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+) +\d+ ")
+_GLOG = glog.PREFIX_BYTES
 _OLD_PREFIX = re.compile(rb"^(?:\[rank\d+\]:)?\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d+)\]")
 _DYNAMO_MARKERS = (
     b"torch._dynamo", b"torch/_dynamo", b"Graph break", b"Recompiling function", b"__recompiles",
@@ -155,7 +156,7 @@ def _classify(head: bytes, gzipped: bool, name: str, now: datetime | None) -> Sn
         return Sniffed(TORCH_LOGS, gzipped, reason="empty file")
     lines = head.splitlines()[:400]
     started = _first_timestamp(lines, now)
-    if any(_GLOG_JSON.match(l) for l in lines[:50]):
+    if any(_is_trace_line(l) for l in lines[:50]):
         return Sniffed(TORCH_TRACE, gzipped, started)
     stripped = head.lstrip()
     if stripped.startswith(b"{"):
@@ -174,6 +175,12 @@ def _classify(head: bytes, gzipped: bool, name: str, now: datetime | None) -> Sn
     return Sniffed(TORCH_LOGS, gzipped, started)
 
 
+def _is_trace_line(line: bytes) -> bool:
+    """A glog-prefixed line whose message is a JSON envelope: TORCH_TRACE."""
+    m = _GLOG.match(line)
+    return m is not None and line[m.end():m.end() + 2] == b'{"'
+
+
 def _first_timestamp(lines, now: datetime | None) -> datetime | None:
     now = now or datetime.now(timezone.utc)
     for line in lines:
@@ -186,13 +193,7 @@ def _first_timestamp(lines, now: datetime | None) -> datetime | None:
                 continue
         m = _GLOG.match(line)
         if m:
-            mo, d, h, mi, s, frac = (int(x) for x in m.groups())
-            # glog prints no year: take the latest year that does not put the run in the future.
-            for year in (now.year, now.year - 1):
-                try:
-                    ts = datetime(year, mo, d, h, mi, s, tzinfo=timezone.utc)
-                except ValueError:
-                    continue
-                if ts <= now:
-                    return ts
+            t = glog.epoch(m.group("md").decode(), m.group("hms").decode(), "0", now.timestamp())
+            if t is not None:
+                return datetime.fromtimestamp(t, timezone.utc)
     return None

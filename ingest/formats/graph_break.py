@@ -44,6 +44,17 @@ def encode_hints(hints: list[str] | None) -> str | None:
     return json.dumps(hints, ensure_ascii=False) if hints else None
 
 
+# compilation_metrics.restart_reasons also lists restarts that are no graph break: Dynamo starting
+# its analysis over with more knowledge (e.g. TensorifyScalarRestartAnalysis). TORCH_LOGS text
+# reports no break for them (seen in the sample bundles' text beside their trace).
+_RESTART_ONLY = re.compile(r"^<class '[\w.]*RestartAnalysis'>$")
+
+
+def is_break(restart_reason: str) -> bool:
+    """Does a compile's restart reason report a graph break (or only a restarted analysis)?"""
+    return not _RESTART_ONLY.match(restart_reason.strip())
+
+
 def is_nested(text: str | None) -> bool:
     return bool(text) and NESTED in text
 

@@ -14,15 +14,16 @@ import re
 
 import ast
 
+from ..formats import recompile_limit
 from .common import base_row
 
-_HEAD = re.compile(r"^torch\.?_?dynamo hit (?:config\.)?(?P<name>\w+) \((?P<value>\d+)\)")
+_HEAD = recompile_limit.TEXT_HEAD
 _FUNC = re.compile(r"^\s*function: '(?P<fn>.*)' \((?P<file>.*?)(?::(?P<line>\d+))?\)\s*$")
 _REASON = re.compile(r"^\s*(?:last reason|reasons):\s*(?P<reason>.*)$")
 
 
 def starts(msg: str) -> bool:
-    return msg.startswith("torch._dynamo hit config.") or msg.startswith("torchdynamo hit config.")
+    return msg.startswith(recompile_limit.TEXT_STARTS)
 
 
 def parse(rec, ctx, sink) -> None:

@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import calendar
 import re
-import time
-from functools import lru_cache
 
-_GLOG = re.compile(
-    r"(?P<level>[VIWEDC])(?P<md>\d{4}) (?P<hms>\d\d:\d\d:\d\d)\.(?P<us>\d{1,6}) +(?P<pid>\d+) "
-    r"(?P<path>[^\]]*?):(?P<lineno>\d+)\]"
-    r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])?(?: \[(?P<art>__\w+)\])?(?: |$)")
+from ..formats import glog, recompile_limit
+
+_GLOG = re.compile(glog.CORE + r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])?(?: \[(?P<art>__\w+)\])?(?: |$)")
 _OLD = re.compile(
     r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d),(?P<ms>\d{3})\]"
     r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])? (?P<logger>[\w.]+): \[(?P<level>[A-Z]+)\](?: |$)")
@@ -35,8 +32,8 @@ _NOTIME = re.compile(r"(?P<logger>[Tt]orch(?:dynamo|inductor)[\w.]*): \[(?P<leve
 _RANK = re.compile(r"\[(?:rank|default)(?P<rank>\d+)\]:")
 # something that starts like a prefix but did not parse: a cut or mangled log line
 # a prefix that starts mid-line: stdout without a newline, then a stderr log line (2.0 benchmarks)
-_MIDLINE = re.compile(r"(?:\[(?:rank|default)\d+\]:)?(?:[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] )")
-_PREFIXISH = re.compile(r"(?:\[(?:rank|default)\d+\]:)?(?:[VIWEC]\d{4} \d\d:\d\d|\[\d{4}-\d\d-\d\d \d\d:)")
+_MIDLINE = re.compile(r"(?:\[(?:rank|default)\d+\]:)?(?:[" + glog.LEVEL_LETTERS + r"]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] )")
+_PREFIXISH = re.compile(r"(?:\[(?:rank|default)\d+\]:)?(?:[" + glog.LEVEL_LETTERS + r"]\d{4} \d\d:\d\d|\[\d{4}-\d\d-\d\d \d\d:)")
 
 RECORD_STARTS = (
     "Graph break: ",
@@ -44,8 +41,7 @@ RECORD_STARTS = (
     "Graph break (",
     "Recompiling function",
     "('Recompiling function",
-    "torch._dynamo hit config.",
-    "torchdynamo hit config.",
+    *recompile_limit.TEXT_STARTS,
 )
 _START_FIRST_CHARS = "".join(sorted({p[0] for p in RECORD_STARTS}))
 # unprefixed lines that still belong to the record before them
@@ -58,7 +54,6 @@ _CONTINUATION_STARTS = (
 )
 MAX_RECORD_LINES = 20000  # a bound on memory per open record; longer records are cut and counted
 
-_YEAR_NOW = time.gmtime().tm_year
 
 
 class Record:
@@ -82,26 +77,8 @@ class Record:
         self.cut = False
 
 
-def glog_epoch(md: str, hms: str, us: str, year: int | None = None) -> float | None:
-    """glog prints no year: take the given one, or this year unless that lies in the future."""
-    base = _glog_seconds(md, hms, year)
-    if base is None:
-        return None
-    return base + int(us.ljust(6, "0")) / 1e6
-
-
-@lru_cache(maxsize=4096)
-def _glog_seconds(md: str, hms: str, year: int | None):
-    try:
-        mon, day = int(md[:2]), int(md[2:])
-        h, m, s = int(hms[:2]), int(hms[3:5]), int(hms[6:8])
-        y = year or _YEAR_NOW
-        t = calendar.timegm((y, mon, day, h, m, s, 0, 0, 0))
-        if year is None and t > time.time() + 86400:
-            t = calendar.timegm((y - 1, mon, day, h, m, s, 0, 0, 0))
-        return t
-    except (ValueError, OverflowError):
-        return None
+def glog_epoch(md: str, hms: str, us: str) -> float | None:
+    return glog.epoch(md, hms, us)
 
 
 def old_epoch(date: str, hms: str, ms: str) -> float | None:
@@ -188,7 +165,7 @@ class RecordAssembler:
                 self._add(self._last, line_no, "")
             return
         c = s[0]
-        if c == "[" or c in "VIWEDC.\u2026Tt":
+        if c == "[" or c in glog.LEVEL_LETTERS or c in ".\u2026Tt":
             head = self._parse_prefix(s)
             if head is not None:
                 self._prefixed(line_no, s, *head)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from ..formats import glog
 from ..jsonfast import loads
 import re
 from collections import Counter
@@ -34,7 +35,8 @@ from collections import Counter
 # glog prefix as TorchLogsFormatter writes it: level, MMDD, time with microseconds, process/thread id,
 # module path relative to sys.path, line number. tlparse's re_glog is the same shape; the optional
 # "[rankN]:" prefix only appears in TORCH_LOGS text, accepted here for files that went through it.
-_GLOG = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ +.+?:\d+\] ")
+_GLOG = glog.PREFIX_BYTES
+_LEVELS = tuple(c.encode() for c in glog.LEVEL_LETTERS)
 
 # Keys an envelope carries besides its one event key (see trace_structured in torch/_logging/_internal.py).
 CONTEXT_KEYS = frozenset(
@@ -314,7 +316,7 @@ class EnvelopeReader:
                 return None
             if not _is_text(raw):
                 kind, msg = "binary", "binary garbage"
-            elif not raw.endswith(b"\n") and raw[:1] in (b"V", b"I", b"W", b"E", b"C"):
+            elif not raw.endswith(b"\n") and raw[:1] in _LEVELS:
                 kind, msg = "truncated", "file ends inside a glog prefix"
             else:
                 kind, msg = "glog", "line has no glog prefix"

@@ -12,6 +12,8 @@ import re
 
 from ..envelope import format_compile_id
 from ._util import as_float, as_int, as_str
+from ...formats import recompile_limit
+from ...formats.graph_break import is_break
 from .graph_break import break_row, parse_reason
 
 _INT_FIELDS = ("co_firstlineno", "guard_count", "shape_env_guard_count", "graph_op_count", "graph_node_count",
@@ -21,7 +23,7 @@ _FLOAT_FIELDS = ("start_time", "entire_frame_compile_time_s", "backend_compile_t
 _STR_FIELDS = ("co_name", "co_filename", "fail_reason", "fail_user_frame_filename", "recompile_reason")
 _COMPILE_ID = re.compile(r"(?:!(\d+)/)?(\d+|-)/(\d+|-)(?:_(\d+))?\Z")
 _CLASS_REPR = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>\Z")
-_LIMIT = re.compile(r"\b(accumulated_recompile_limit|accumulated_cache_size_limit|recompile_limit|cache_size_limit)\b")
+_LIMIT = recompile_limit.NAME
 _LIMIT_VALUE = re.compile(r"currently set to (\d+)|\((\d+)\)")
 
 
@@ -120,7 +122,7 @@ def parse(env, ctx) -> None:
     if restarts and not covered:
         seen = set()
         for reason in restarts:
-            if not reason.strip() or reason in seen:
+            if not reason.strip() or reason in seen or not is_break(reason):
                 continue
             seen.add(reason)
             info = parse_reason(reason)

@@ -1,0 +1,45 @@
+"""The deep dive in a real browser: a real trace (tests/fixtures/trace/deep_dive.log.gz, CPU torch
+2.13) ingested, the Streamlit server started, Run detail opened at a compile id in headless
+Chromium; picking an artifact shows its payload, the Stack trie tab shows the trie. Screenshots go
+to test-artifacts/screenshots/deep_dive/.
+
+    .venv/bin/pytest -m browser tests/app/test_deep_dive_browser.py
+"""
+from __future__ import annotations
+
+import pytest
+
+from browser_support import ROOT, chromium_page, dashboard_server, missing_browser, wait_for_app_idle
+from deepdive import artifacts
+from ingest.loader import ingest_paths
+from ingest.store import Store
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+SHOTS = ROOT / "test-artifacts" / "screenshots" / "deep_dive"
+
+
+@pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))
+def test_artifact_and_trie_in_the_browser(tmp_path):
+    store = Store.open(tmp_path / "cw.duckdb")
+    report = ingest_paths(store, [ROOT / "tests" / "fixtures" / "trace" / "deep_dive.log.gz"])
+    rid = report.files[0].run_id
+    with store.read() as con:
+        graph = next(a for a in artifacts.list_artifacts(con, rid, "0/0") if a["kind"] == "aot_backward_graph")
+        first_line = artifacts.fetch(con, rid, graph["file_id"], graph["line_no"]).text.splitlines()[0]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with dashboard_server(store.db_path) as base, chromium_page(height=1600) as page:
+        page.goto(f"{base}/run?run={rid}&cid=0/0&from=2000-01-01&to=2100-01-01")
+        picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Artifacts of 0/0")
+        picker.wait_for(timeout=90_000)
+        wait_for_app_idle(page, 60_000)
+        picker.locator("input").click()
+        page.get_by_role("option").filter(has_text="AOT backward graph").first.click()
+        code = page.locator('[data-testid="stCode"]').filter(has_text="class GraphModule")
+        code.first.wait_for(timeout=60_000)
+        assert first_line.strip() in code.first.inner_text()
+        page.screenshot(path=str(SHOTS / "artifact.png"), full_page=True)
+        page.get_by_role("tab", name="Stack trie").click()
+        trie = page.locator('[data-testid="stCode"]').filter(has_text="─ [1/1]")
+        trie.first.wait_for(timeout=30_000)
+        assert "in branchy" in trie.first.inner_text()
+        page.screenshot(path=str(SHOTS / "stack_trie.png"), full_page=True)

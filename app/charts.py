@@ -207,29 +207,6 @@ def step_times(frame: pd.DataFrame) -> alt.Chart:
     ).properties(height=HEIGHT)
 
 
-def movers(frame: pd.DataFrame) -> alt.Chart:
-    """Per-model changes beyond ±5%, red worse, green better."""
-    title = "What moved against the previous window (change, %)"
-    if frame.empty:
-        return _empty(title)
-    d = frame.head(20).copy()
-    d["what"] = d["model"] + " · " + d["metric"]
-    return alt.Chart(d, title=title).mark_bar().encode(
-        x=alt.X("change_pct:Q", title="Change against previous window (%)"),
-        y=alt.Y("what:N", sort=alt.EncodingSortField("change_pct", op="min", order="ascending"), title=None,
-                axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("verdict:N", title="", scale=VERDICT_COLORS),
-        tooltip=[alt.Tooltip("model:N", title="Model"), alt.Tooltip("metric:N", title="Metric"),
-                 alt.Tooltip("previous:Q", title="Previous", format=",.3f"),
-                 alt.Tooltip("current:Q", title="Current", format=",.3f"),
-                 alt.Tooltip("change_pct:Q", title="Change (%)", format="+.1f")],
-    ).properties(height=alt.Step(24))
-
-
-PHASE_COLORS = alt.Scale(domain=["tracing", "AOT", "Inductor", "autotuning"],
-                         range=["#4c78a8", "#f58518", "#54a24b", "#b279a2"])
-
-
 def compile_phase_split(frame: pd.DataFrame) -> alt.Chart:
     """Compile seconds per torch version, stacked by phase: which phase dominates, per version."""
     title = "Where compile time goes, by torch version"

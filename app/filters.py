@@ -72,7 +72,7 @@ def from_params(params: dict[str, str | list[str]]) -> Filters:
             return ()
         return tuple(x for x in ([v] if isinstance(v, str) else v) if x)
 
-    def _one(v):
+    def _single(v):
         if isinstance(v, (list, tuple)):
             v = v[-1] if v else None
         return v or None
@@ -82,15 +82,15 @@ def from_params(params: dict[str, str | list[str]]) -> Filters:
         if key in params:
             kw[name] = _list(params[key])
     for key, name in _STR_PARAMS.items():
-        if _one(params.get(key)):
-            kw[name] = _one(params.get(key))
+        if _single(params.get(key)):
+            kw[name] = _single(params.get(key))
     for key, name in _DATE_PARAMS.items():
-        d = _parse_date(_one(params.get(key)))
+        d = _parse_date(_single(params.get(key)))
         if d:
             kw[name] = d
     if kw.get("start") and kw.get("end") and kw["start"] > kw["end"]:
         kw["start"], kw["end"] = kw["end"], kw["start"]
-    if _one(params.get("new")) in ("1", "true", "yes"):
+    if _single(params.get("new")) in ("1", "true", "yes"):
         kw["only_new"] = True
     if kw.get("dimension") not in DIMENSIONS:
         kw.pop("dimension", None)

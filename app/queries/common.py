@@ -67,11 +67,6 @@ def df(con, sql: str, params: list | None = None) -> pd.DataFrame:
         cur.close()
 
 
-def has_runs(con, f: Filters | None = None) -> pd.DataFrame:
-    """One row: runs (count over the whole store)."""
-    return df(con, "SELECT count(*) AS runs FROM runs")
-
-
 def data_bounds(con, f: Filters | None = None) -> pd.DataFrame:
     """One row: first and last run day, run count. Used for the default time window."""
     return df(con, f"SELECT min({RUN_TIME})::DATE AS first_day, max({RUN_TIME})::DATE AS last_day, "

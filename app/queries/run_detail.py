@@ -19,13 +19,13 @@ def runs_list(con, f: Filters) -> pd.DataFrame:
     return df(con, sql, params)
 
 
-def _one(con, sql: str, f: Filters, extra: list | None = None) -> pd.DataFrame:
+def _frame(con, sql: str, f: Filters, extra: list | None = None) -> pd.DataFrame:
     return df(con, sql, [f.run_id] + (extra or []))
 
 
 def manifest(con, f: Filters) -> pd.DataFrame:
     """The run's row of runs (manifest_json included) and its event counts."""
-    return _one(con, f"""
+    return _frame(con, f"""
     SELECT r.*, {RUN_TIME} AS run_time,
            (SELECT count(*) FROM compiles WHERE run_id = r.run_id) AS compiles,
            (SELECT count(*) FROM graph_breaks WHERE run_id = r.run_id) AS graph_breaks,
@@ -37,7 +37,7 @@ def manifest(con, f: Filters) -> pd.DataFrame:
 
 def compiles(con, f: Filters) -> pd.DataFrame:
     """Compile ids in start order with their compilation metrics (2,000 at most)."""
-    return _one(con, """
+    return _frame(con, """
     SELECT compile_id, rank, co_name, co_filename || ':' || co_firstlineno AS code,
            entire_frame_compile_time_s, backend_compile_time_s, inductor_compile_time_s, code_gen_time_s,
            guard_count, shape_env_guard_count, graph_op_count, graph_node_count, graph_input_count,
@@ -49,7 +49,7 @@ def compiles(con, f: Filters) -> pd.DataFrame:
 
 def compile_metrics(con, f: Filters) -> pd.DataFrame:
     """The full compilation_metrics JSON (every field that torch version logs) of f.compile_id in f.run_id."""
-    return _one(con, """
+    return _frame(con, """
     SELECT compile_id, metrics_json FROM compiles WHERE run_id = ? AND compile_id = ? LIMIT 1""",
                 f, [f.compile_id])
 
@@ -57,7 +57,7 @@ def compile_metrics(con, f: Filters) -> pd.DataFrame:
 def phases(con, f: Filters) -> pd.DataFrame:
     """Compile phases as intervals (ms since the first phase): compile_id, name, start_ms, end_ms,
     duration_ms. The 1,500 longest when there are more."""
-    return _one(con, """
+    return _frame(con, """
     WITH p AS (SELECT compile_id, rank, name, start_us, duration_us FROM compile_phases
                WHERE run_id = ? AND start_us IS NOT NULL ORDER BY duration_us DESC NULLS LAST LIMIT 1500),
     z AS (SELECT min(start_us) AS t0 FROM p)
@@ -70,14 +70,14 @@ def phases(con, f: Filters) -> pd.DataFrame:
 
 def phase_totals(con, f: Filters) -> pd.DataFrame:
     """Total time per phase name across the run's compiles."""
-    return _one(con, """
+    return _frame(con, """
     SELECT name, count(*) AS count, sum(duration_us) / 1e6 AS total_s, max(duration_us) / 1e6 AS max_s
     FROM compile_phases WHERE run_id = ? GROUP BY name ORDER BY total_s DESC NULLS LAST LIMIT 100""", f)
 
 
 def breaks(con, f: Filters) -> pd.DataFrame:
     """The run's graph breaks grouped by break_key (500 at most)."""
-    return _one(con, f"""
+    return _frame(con, f"""
     SELECT {BREAK_KEY} AS break_key, count(*) AS occurrences, any_value(gb.gb_type) AS gb_type,
            any_value(coalesce(gb.reason_norm, gb.reason)) AS reason,
            any_value(gb.user_file || ':' || gb.user_line) AS location,
@@ -90,7 +90,7 @@ def breaks(con, f: Filters) -> pd.DataFrame:
 
 def recompiles(con, f: Filters) -> pd.DataFrame:
     """The run's recompiles in order with the first guard failure's category (1,000 at most)."""
-    return _one(con, """
+    return _frame(con, """
     WITH g AS (SELECT file_id, recompile_no, arg_min(category, line_no) AS category,
                       arg_min(raw, line_no) AS guard
                FROM guard_failures WHERE run_id = ? GROUP BY ALL)
@@ -102,14 +102,14 @@ def recompiles(con, f: Filters) -> pd.DataFrame:
 
 
 def limit_hits(con, f: Filters) -> pd.DataFrame:
-    return _one(con, """
+    return _frame(con, """
     SELECT compile_id, limit_name, limit_value, function, file || ':' || line AS location, reason
     FROM limit_hits WHERE run_id = ? ORDER BY line_no LIMIT 200""", f)
 
 
 def step_summary(con, f: Filters) -> pd.DataFrame:
     """Step times per callable, mode and phase: steps, median, p90, min, max (ms), peak memory."""
-    return _one(con, """
+    return _frame(con, """
     SELECT callable, mode, phase, count(*) AS steps, median(duration_ms) AS median_ms,
            quantile_cont(duration_ms, 0.9) AS p90_ms, min(duration_ms) AS min_ms, max(duration_ms) AS max_ms,
            max(peak_mem_bytes) / 2^30 AS peak_mem_gib
@@ -120,13 +120,13 @@ def step_summary(con, f: Filters) -> pd.DataFrame:
 
 def step_series(con, f: Filters) -> pd.DataFrame:
     """Step times for the chart: callable, mode, step, phase, duration_ms (5,000 points at most)."""
-    return _one(con, """
+    return _frame(con, """
     SELECT callable, mode, step, phase, duration_ms FROM step_timings
     WHERE run_id = ? ORDER BY step LIMIT 5000""", f)
 
 
 def bench(con, f: Filters) -> pd.DataFrame:
-    return _one(con, """
+    return _frame(con, """
     SELECT model, mode, task, device, batch_size, speedup, abs_latency_ms, eager_latency_ms,
            compilation_latency_s, compression_ratio, eager_peak_mem_gb, dynamo_peak_mem_gb,
            graph_breaks, unique_graphs, recompiles, accuracy
@@ -135,21 +135,21 @@ def bench(con, f: Filters) -> pd.DataFrame:
 
 def errors_summary(con, f: Filters) -> pd.DataFrame:
     """Ingest errors per file and kind: count, first line, an example message."""
-    return _one(con, """
+    return _frame(con, """
     SELECT original_name, kind, count(*) AS errors, min(line_no) AS first_line,
            any_value(message) AS example
     FROM ingest_errors WHERE run_id = ? GROUP BY ALL ORDER BY errors DESC LIMIT 200""", f)
 
 
 def errors(con, f: Filters) -> pd.DataFrame:
-    return _one(con, """
+    return _frame(con, """
     SELECT original_name, line_no, kind, message, excerpt FROM ingest_errors
     WHERE run_id = ? ORDER BY original_name, line_no LIMIT 500""", f)
 
 
 def files(con, f: Filters) -> pd.DataFrame:
     """The run's ingested files: name, kind, status, size, records, errors, stored_path (under the store folder)."""
-    return _one(con, """
+    return _frame(con, """
     SELECT file_id, original_name, kind, status, size_bytes, records, errors, parser_version,
            stored_path, sha256, ingested_at
     FROM files WHERE run_id = ? ORDER BY file_id LIMIT 500""", f)

@@ -56,7 +56,7 @@ def parse_text(stream, sink) -> dict:
 
     def on_record(rec):
         try:
-            rec.keep.parse(rec, ctx, counting)
+            rec.parser.parse(rec, ctx, counting)
         except Exception as e:  # a parser bug costs one record, never the file
             on_error(rec.start_line, "payload", f"parser failed: {type(e).__name__}: {e}", rec.lines[0])
 

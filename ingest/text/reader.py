@@ -60,9 +60,9 @@ class Record:
     """One log record: its prefix fields and the message text of each of its lines."""
 
     __slots__ = ("start_line", "prefix", "rank", "pid", "compile_id", "artifact", "level", "ts",
-                 "keep", "lines", "line_nos", "cut")
+                 "parser", "lines", "line_nos", "cut")
 
-    def __init__(self, start_line, prefix, rank, pid, compile_id, artifact, level, ts, keep):
+    def __init__(self, start_line, prefix, rank, pid, compile_id, artifact, level, ts, parser):
         self.start_line = start_line   # line number of the first line
         self.prefix = prefix           # the exact prefix text repeated on every line, None when bare
         self.rank = rank
@@ -71,7 +71,7 @@ class Record:
         self.artifact = artifact       # "recompiles", "graph_breaks", ... (without "__"), or None
         self.level = level
         self.ts = ts
-        self.keep = keep               # the parser for this record, or None: its lines are only skipped
+        self.parser = parser           # the parser for this record, or None: its lines are only skipped
         self.lines = []                # message text of each line
         self.line_nos = []
         self.cut = False
@@ -87,10 +87,6 @@ def old_epoch(date: str, hms: str, ms: str) -> float | None:
         return calendar.timegm((y, mo, d, int(hms[:2]), int(hms[3:5]), int(hms[6:8]), 0, 0, 0)) + int(ms) / 1e3
     except (ValueError, OverflowError):
         return None
-
-
-def is_record_start(msg: str) -> bool:
-    return msg.startswith(RECORD_STARTS)
 
 
 class RecordAssembler:
@@ -118,7 +114,7 @@ class RecordAssembler:
         rec = self._last
         add_line = add_no = None
         room = 0
-        if rec is not None and rec.keep is not None and not rec.cut:
+        if rec is not None and rec.parser is not None and not rec.cut:
             add_line, add_no = rec.lines.append, rec.line_nos.append
             room = MAX_RECORD_LINES - len(rec.lines)
         for s in lines:
@@ -140,7 +136,7 @@ class RecordAssembler:
             lp = self._last_prefix
             plen = len(lp) + 1 if lp is not None else 0
             rec = self._last
-            if rec is not None and rec.keep is not None and not rec.cut:
+            if rec is not None and rec.parser is not None and not rec.cut:
                 add_line, add_no = rec.lines.append, rec.line_nos.append
                 room = MAX_RECORD_LINES - len(rec.lines)
             else:
@@ -156,12 +152,12 @@ class RecordAssembler:
                 msg = msg[1:]
             if not msg.startswith(RECORD_STARTS):
                 rec = self._last
-                if rec.keep is not None:
+                if rec.parser is not None:
                     self._add(rec, line_no, msg)
                 self._bare_ok = True
                 return
         if not s:
-            if self._bare_ok and self._last is not None and self._last.keep is not None:
+            if self._bare_ok and self._last is not None and self._last.parser is not None:
                 self._add(self._last, line_no, "")
             return
         c = s[0]
@@ -220,7 +216,7 @@ class RecordAssembler:
         key = (rank, pid)
         rec = self._open.get(key)
         if rec is not None and rec.prefix == prefix and not msg.startswith(RECORD_STARTS):
-            if rec.keep is not None:
+            if rec.parser is not None:
                 self._add(rec, line_no, msg)
         else:
             if rec is not None:
@@ -250,7 +246,7 @@ class RecordAssembler:
         rec = self._last
         if self._bare_ok and rec is not None and s.startswith(_CONTINUATION_STARTS) \
                 and not s.startswith(RECORD_STARTS):
-            if rec.keep is not None:
+            if rec.parser is not None:
                 self._add(rec, line_no, s)
             return
         parser = self._wanted(s) if s.startswith(RECORD_STARTS) else None
@@ -279,7 +275,7 @@ class RecordAssembler:
             rec.cut = True
 
     def _finish(self, rec: Record) -> None:
-        if rec.keep is not None:
+        if rec.parser is not None:
             if rec.cut:
                 self._on_error(rec.start_line, "truncated",
                                f"record longer than {MAX_RECORD_LINES} lines; the rest was skipped",

@@ -85,8 +85,6 @@ SAMPLES = {
                                     "duration_ms": [5.0]}),
     "step_times": pd.DataFrame({"callable": ["f"], "mode": ["compiled"], "step": [0], "phase": ["steady"],
                                 "duration_ms": [3.0]}),
-    "movers": pd.DataFrame({"model": ["m"], "metric": ["speedup"], "previous": [1.3], "current": [1.1],
-                            "change_pct": [-15.0], "verdict": ["worse"]}),
 }
 
 

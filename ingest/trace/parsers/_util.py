@@ -1,9 +1,8 @@
-"""Small helpers shared by the parsers: value coercion and the bridge to ingest.normalize."""
+"""Small helpers shared by the trace parsers: value coercion and payload JSON."""
 from __future__ import annotations
 
 import json
 
-from ... import normalize
 from ...jsonfast import loads
 
 
@@ -57,19 +56,3 @@ def load_json(env, ctx):
         ctx.sink.error(env.line_no, "payload", f"{env.artifact_name or env.name} payload is not valid JSON: {e}",
                        text[:200])
         return None
-
-
-def classify_guard_failure(raw: str) -> dict:
-    return normalize.classify_guard_failure(raw)
-
-
-def normalize_reason(text):
-    return normalize.normalize_reason(text)
-
-
-def graph_break_key(gb_type, reason, user_file, user_line) -> str:
-    return normalize.graph_break_key(gb_type, reason, user_file, user_line)
-
-
-def strip_entry_prefix(raw: str):
-    return normalize.strip_entry_prefix(raw)

@@ -337,3 +337,45 @@ def test_scratch_of_a_killed_ingest_is_swept_on_next_open(tmp_path):
     rep = ingest_paths(store, [big])
     assert rep.files[0].status in ("stored", "partial")
     assert _rows(store, "SELECT count(*) FROM files")[0][0] == 1
+
+
+def test_kill_9_of_a_folder_ingest_at_several_moments_then_rerun_matches_a_clean_ingest(tmp_path):
+    """`compilewatch ingest` of real bundles killed at 0.5, 1.5, 3 and 5 s in turn, each time on the
+    store the previous kill left: the store opens, nothing is stored twice, and the final rerun
+    holds exactly what a clean ingest of the same folder holds."""
+    folder = tmp_path / "drop"
+    folder.mkdir()
+    for b in sorted((REPO / "sample_logs").rglob("*.tar.gz"))[:8]:
+        (folder / b.name).write_bytes(b.read_bytes())
+    tables = ("runs", "files", "compiles", "graph_breaks", "recompiles", "guard_failures", "step_timings",
+              "bench_results", "ingest_errors")
+
+    def counts(store):
+        with store.read() as con:
+            return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables}
+
+    clean = Store.open(tmp_path / "clean" / "cw.duckdb")
+    ingest_paths(clean, [folder])
+    want = counts(clean)
+    db = tmp_path / "killed" / "cw.duckdb"
+    Store.open(db)
+    seen = []
+    for delay in (0.5, 1.5, 3.0, 5.0):
+        proc = subprocess.Popen([sys.executable, "-m", "compilewatch", "ingest", str(folder), "--db", str(db), "--quiet"],
+                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+        store = Store.open(db)
+        with store.read() as con:
+            assert con.execute("SELECT count(*) FROM (SELECT run_id, sha256 FROM files GROUP BY ALL "
+                               "HAVING count(*) > 1)").fetchall()[0][0] == 0
+            # every stored file has its run: nothing half stored
+            assert con.execute("SELECT count(*) FROM files f WHERE NOT EXISTS "
+                               "(SELECT 1 FROM runs r WHERE r.run_id = f.run_id)").fetchall()[0][0] == 0
+        seen.append(counts(store)["files"])
+    assert any(0 < n < want["files"] for n in seen), f"no kill landed mid-ingest: files after each {seen}"
+    store = Store.open(db)
+    ingest_paths(store, [folder])
+    assert counts(store) == want
+    assert not any(p.is_file() for p in store.tmp_root.rglob("*"))

@@ -40,10 +40,12 @@ _STACK_KEYS = ("stack", "user_stack")
 
 
 def _row(env, ctx, kind: str, name, encoding: str, data: bytes) -> None:
+    # zlib level 1: on the public logs' payloads half the CPU of level 6 for 23.5% instead of 21.1%
+    # of the size; ingest speed is a bar (0.25x tlparse), store size only has to stay reasonable
     ctx.sink.row("artifacts", {
         "line_no": env.line_no, "compile_id": env.compile_id, "rank": env.rank, "kind": kind, "name": name,
         "encoding": encoding, "size_bytes": len(data),
-        "payload_z": base64.b64encode(zlib.compress(data, 6)).decode("ascii"),
+        "payload_z": base64.b64encode(zlib.compress(data, 1)).decode("ascii"),
     })
 
 

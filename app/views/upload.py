@@ -25,6 +25,20 @@ def _per_file_mb() -> int:
     return int(st.get_option("server.maxUploadSize"))
 
 
+def _forget(uploaded) -> None:
+    """Drop the uploaded bytes Streamlit keeps in the server's memory for this session (until the tab
+    closes, otherwise). The same call Streamlit's own chat_input makes once it has used a file; if
+    a later Streamlit moves it, the bytes are freed when the session ends instead."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        for up in uploaded:
+            ctx.uploaded_file_mgr.remove_file(session_id=ctx.session_id, file_id=up.file_id)
+    except Exception:  # noqa: BLE001 - freeing early is an optimisation, never a failure
+        pass
+
+
 ui.page("Upload logs", require_data=False)
 st.markdown("TORCH_TRACE files (`TORCH_TRACE=dir`), TORCH_LOGS text captured from stderr, "
             "`compilewatch collect` bundles as `.zip` / `.tar.gz`, `bench.csv`, and `.gz` logs. "
@@ -93,6 +107,7 @@ if go and files:
         st.error(f"**Ingest failed:** {ui.md(e)}", icon=":material/error:")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    _forget(files)
     st.session_state["up_gen"] = gen + 1
     st.rerun()
 

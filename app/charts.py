@@ -9,7 +9,6 @@ import altair as alt
 import pandas as pd
 
 HEIGHT = 300
-VERDICT_COLORS = alt.Scale(domain=["worse", "better"], range=["#d62728", "#2ca02c"])
 
 
 def _empty(title: str) -> alt.Chart:
@@ -205,6 +204,10 @@ def step_times(frame: pd.DataFrame) -> alt.Chart:
                  alt.Tooltip("step:Q", title="Step"), alt.Tooltip("phase:N", title="Phase"),
                  alt.Tooltip("duration_ms:Q", title="Duration (ms)", format=",.2f")],
     ).properties(height=HEIGHT)
+
+
+PHASE_COLORS = alt.Scale(domain=["tracing", "AOT", "Inductor", "autotuning"],
+                         range=["#4c78a8", "#f58518", "#54a24b", "#b279a2"])
 
 
 def compile_phase_split(frame: pd.DataFrame) -> alt.Chart:

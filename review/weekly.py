@@ -24,7 +24,7 @@ GATED = [name for name, m in METRICS.items() if m.kind != "info"]
 @dataclass(frozen=True)
 class Note:
     """Something the review could not judge, and why (different hardware, no baseline)."""
-    kind: str      # different_hardware | no_baseline
+    kind: str      # different_hardware | no_baseline | own_history
     model: str
     hardware: str
     text: str
@@ -234,8 +234,14 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
     hit_rate = dict(values.loc[values["metric"] == "cache_hit_rate", ["run_id", "value"]].itertuples(index=False))
     keys = {kind: fn(con, list(all_runs["run_id"])) for kind, fn, _ in KEY_SOURCES} if len(all_runs) else {}
 
+    own_history = not (sides.baseline or sides.candidate)
     for (model, hw), c_runs in cand.groupby(["model", "hardware"], sort=True):
         b_runs = base[(base["model"] == model) & (base["hardware"] == hw)]
+        if b_runs.empty and own_history:
+            split = previous_version(c_runs, rules.min_baseline_runs)
+            if split is not None:
+                b_runs, c_runs, text = split
+                notes.append(Note("own_history", model, hw, f"{model} on {hw}: {text}"))
         if b_runs.empty:
             others = sorted(set(base.loc[base["model"] == model, "hardware"]))
             if others:
@@ -271,6 +277,44 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
     _attach_runs(verdicts, all_runs)
     return Review(desc_b, desc_c, rules, base, cand, verdicts, cps, notes, values,
                   hotspots=_hotspots(keys, cand), storms=_storms(keys, cand))
+
+
+VERSION = ("git_commit", "torch_version")
+
+
+def previous_version(runs: pd.DataFrame, min_runs: int) -> tuple[pd.DataFrame, pd.DataFrame, str] | None:
+    """A series with no runs in the baseline window is judged against its own history: the runs of
+    its newest version (git commit and torch version, what the team changed) against those of the
+    version just before it, both inside the candidate window. A new team's first week, or the
+    sample logs, then still get a verdict. Both sides need ``min_runs`` runs, so that a lone run of
+    each version (a one-off) says nothing. Returns (baseline, candidate, note) or None."""
+    runs = runs.sort_values(["run_time", "run_id"]).reset_index(drop=True)
+    key = runs[list(VERSION)].astype("string").fillna("").agg("\x1f".join, axis=1)
+    newest = key.iloc[-1]
+    i = len(runs)
+    while i and key.iloc[i - 1] == newest:
+        i -= 1
+    if i == 0:
+        return None
+    previous = key.iloc[i - 1]
+    j = i
+    while j and key.iloc[j - 1] == previous:
+        j -= 1
+    b_runs, c_runs = runs.iloc[j:i], runs.iloc[i:]
+    if len(b_runs) < min_runs or len(c_runs) < min_runs:
+        return None
+
+    def what(row) -> str:
+        commit, torch = row["git_commit"], row["torch_version"]
+        label = row["label"] if isinstance(row["label"], str) else None
+        parts = [f"commit {commit[:8]}" if isinstance(commit, str) and commit else None,
+                 f"torch {torch}" if isinstance(torch, str) and torch else None,
+                 f"label {label}" if label else None]
+        return ", ".join(p for p in parts if p) or "unrecorded version"
+
+    text = (f"no runs in the baseline window; its newest version ({what(c_runs.iloc[0])}, {len(c_runs)} runs) "
+            f"is judged against the version before it ({what(b_runs.iloc[-1])}, {len(b_runs)} runs) in this window")
+    return b_runs, c_runs, text
 
 
 def _with_cache(v: Verdict, hit_rate: dict[str, float], rules: Rules) -> Verdict:

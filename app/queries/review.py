@@ -60,9 +60,10 @@ def verdicts(con, f: Filters) -> pd.DataFrame:
 
 
 def notes(con, f: Filters) -> pd.DataFrame:
-    """Models the review could not judge, and why (different hardware on the two sides)."""
+    """Models the review could not judge, and why (different hardware on the two sides), and models
+    judged against their own previous version because the baseline window had none of their runs."""
     r = weekly(con, f)
-    return pd.DataFrame([vars(n) for n in r.notes if n.kind == "different_hardware"],
+    return pd.DataFrame([vars(n) for n in r.notes if n.kind in ("different_hardware", "own_history")],
                         columns=["kind", "model", "hardware", "text"])
 
 

@@ -54,15 +54,20 @@ if verdicts is not None:
                      evidence=ui.text_col("Evidence", "large"), command=ui.text_col("Command", "medium"),
                      compare=ui.link_col("Compare", width="small"), run=ui.link_col("Run", width="small"),
                      detail=ui.link_col("Hotspot / storm", width="small"))
-    st.caption(f"Candidate: this window; baseline: the window before (or the pinned baseline). A run is flagged "
+    st.caption(f"Candidate: this window; baseline: the window before (or the pinned baseline; a model with no "
+               f"runs in the window before: its newest version against the one before it). A run is flagged "
                f"past PyTorch HUD's ratio rules and beyond the runs' own run-to-run noise; two in a row make a "
                f"regression, one is suspicious. Models are judged per hardware, never across. "
                f"`compilewatch check` gives the same verdicts.")
     not_compared = ui.load(review_q.notes, f)
     if not_compared is not None and not not_compared.empty:
-        with st.expander(f"{len(not_compared)} model(s) not compared: different hardware on the two sides"):
-            for text in not_compared["text"]:
-                st.markdown(f"- {ui.md(text)}")
+        for kind, title in (("own_history", "model(s) judged against their own previous version"),
+                            ("different_hardware", "model(s) not compared: different hardware on the two sides")):
+            texts = not_compared.loc[not_compared["kind"] == kind, "text"]
+            if len(texts):
+                with st.expander(f"{len(texts)} {title}"):
+                    for text in texts:
+                        st.markdown(f"- {ui.md(text)}")
     html = ui.load(review_q.report_html, f)
     if html is not None:
         st.download_button("Download the report (HTML)", html.iloc[0, 0], file_name=f"compilewatch-review-{f.end}.html",

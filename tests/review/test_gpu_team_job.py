@@ -95,3 +95,31 @@ def test_unchanged_clean_runs_say_nothing_in_any_split(team_con, model, hardware
             assert [v.summary for v in loud] == [], (base, cand)
             tried += 1
     assert tried == 6
+
+
+def test_fresh_store_window_judges_each_job_against_its_previous_version(team_con):
+    """All of sample_logs/ ran within days, so the window before the newest week is empty, as it is for
+    a new team's first week: each job's newest version is judged against the version before it."""
+    r = review(team_con)
+    assert not len(r.baseline_runs)
+    own = {(n.model, n.hardware) for n in r.notes if n.kind == "own_history"}
+    assert own == {(m, hw) for m in ("llama-pretrain", "llama-finetune") for hw in (H100, H200)}
+    worse = {(v.model, v.hardware, v.metric) for v in r.regressions}
+    for hw in (H100, H200):
+        for metric in ("graph_breaks", "recompiles", "limit_hits", "iteration_time", "new_graph_break"):
+            assert ("llama-pretrain", hw, metric) in worse, (hw, metric)
+    assert ("llama-finetune", H100, "iteration_time") in worse
+    assert not [v.summary for v in r.regressions if v.model == "llama-finetune" and v.hardware == H200]
+    for v in r.regressions:      # v2 against v1 of the same job, never a run of another version
+        labels = {x.label for x in v.baseline.runs} if v.baseline else set()
+        assert labels <= {"v1-clean"}, (v.summary, labels)
+
+
+def test_fresh_store_says_nothing_of_jobs_that_did_not_change(samples_con):
+    """The whole sample set in its default window: only the team job's changed versions are worse or
+    better; the benchmark runs (one version each) and the CPU runs (one run per torch version) are not
+    judged against their own history."""
+    r = review(samples_con)
+    loud = _loud(r)
+    assert loud and {v.model for v in loud} <= {"llama-pretrain", "llama-finetune"}, \
+        sorted({(v.model, v.metric) for v in loud})

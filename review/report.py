@@ -152,7 +152,8 @@ def to_html(r: Review, title: str = "compilewatch weekly review") -> str:
         "<p>Nothing got worse beyond the rules and the runs' own noise.</p>"
     better = "".join(_verdict_html(r, v, budget) for v in r.improvements) or "<p>Nothing got better beyond the noise.</p>"
     cps = "".join(f"<li>{_esc(c.model)} · {_esc(c.hardware)}: {_esc(c.summary)}</li>" for c in r.changepoints)
-    notes = "".join(f"<li>{_esc(n.text)}</li>" for n in r.notes)
+    own = "".join(f"<li>{_esc(n.text)}</li>" for n in r.notes if n.kind == "own_history")
+    notes = "".join(f"<li>{_esc(n.text)}</li>" for n in r.notes if n.kind != "own_history")
     hot = r.hotspots.assign(hint=[_hint_text(h) for h in r.hotspots.get("hints", [])]) if len(r.hotspots) else r.hotspots
     rules = r.rules
     method = (f"Baseline: median of its runs. A candidate run is flagged when it is beyond the ratio rule "
@@ -173,6 +174,7 @@ def to_html(r: Review, title: str = "compilewatch weekly review") -> str:
 <h2 id=worse>Got worse</h2>{worse}
 <h2 id=better>Got better</h2>{better}
 <h2 id=changepoints>Since when: change points</h2>{f'<ul>{cps}</ul>' if cps else '<p class=muted>No confirmed change point.</p>'}
+{f'<h2 id=own>Judged against their previous version</h2><ul>{own}</ul>' if own else ''}
 {f'<h2 id=notes>Not compared</h2><ul>{notes}</ul>' if notes else ''}
 <h2 id=hotspots>Top graph-break hotspots (candidate)</h2>{_table_html(hot, HOTSPOT_COLUMNS)}
 <h2 id=storms>Top recompiling functions (candidate)</h2>{_table_html(r.storms, STORM_COLUMNS)}
@@ -209,10 +211,13 @@ def to_markdown(r: Review, title: str = "compilewatch weekly review") -> str:
     worse = "\n".join(_md_verdict(v) for v in r.regressions + r.suspicious) or "Nothing got worse beyond the rules and the noise."
     better = "\n".join(_md_verdict(v) for v in r.improvements) or "Nothing got better beyond the noise."
     cps = "\n".join(f"- {_md_cell(c.model)} · {_md_cell(c.hardware)}: {_md_cell(c.summary)}" for c in r.changepoints) or "No confirmed change point."
-    notes = "\n".join(f"- {_md_cell(n.text)}" for n in r.notes)
+    own = "\n".join(f"- {_md_cell(n.text)}" for n in r.notes if n.kind == "own_history")
+    notes = "\n".join(f"- {_md_cell(n.text)}" for n in r.notes if n.kind != "own_history")
     hot = r.hotspots.assign(hint=[_hint_text(h) for h in r.hotspots.get("hints", [])]) if len(r.hotspots) else r.hotspots
     parts = [f"# {title}", "", f"Candidate: **{_md_cell(r.candidate)}** · Baseline: **{_md_cell(r.baseline)}**", "", head, "",
              "## Got worse", "", worse, "", "## Got better", "", better, "", "## Since when: change points", "", cps, ""]
+    if own:
+        parts += ["## Judged against their previous version", "", own, ""]
     if notes:
         parts += ["## Not compared", "", notes, ""]
     parts += ["## Top graph-break hotspots (candidate)", "", _md_table(hot, HOTSPOT_COLUMNS),

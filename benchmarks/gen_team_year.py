@@ -21,6 +21,11 @@ ranks, sizes and ids inside guard texts, counts, user code locations) in DuckDB 
 no Python loop touches a row, so a year builds in well under a minute on two cores.
 
 Deterministic for a given --seed, --runs, --days and --end.
+
+    python benchmarks/gen_team_year.py --db .bench/y/compilewatch.duckdb --lake ducklake:postgres:... --data-path DIR
+
+also fills an empty DuckLake team store with the same rows (`compilewatch store copy`, checked by
+counts), so the page benchmark can compare the two backends on identical data.
 """
 from __future__ import annotations
 
@@ -713,7 +718,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("COMPILEWATCH_BENCH_THREADS", "2")))
     ap.add_argument("--force", action="store_true", help="replace an existing database at --db")
+    ap.add_argument("--lake", help="then copy the store into this empty DuckLake store (ducklake:postgres:...)")
+    ap.add_argument("--data-path", help="the DuckLake store's data path (with --lake)")
+    ap.add_argument("--reuse", action="store_true", help="with --lake: copy an existing --db instead of building it")
     args = ap.parse_args(argv)
+    if args.lake and args.reuse and args.db.exists():
+        return copy_to_lake(args.db, args.lake, args.data_path)
 
     if args.db.exists():
         if not args.force:
@@ -733,7 +743,19 @@ def main(argv: list[str] | None = None) -> int:
     if short:  # the page benchmark's scale promise: 100 of each per run, 1M at 10,000 runs
         print(f"warning: fewer than 100 rows per run in {', '.join(short)}", file=sys.stderr)
         return 1
-    return 0
+    return copy_to_lake(args.db, args.lake, args.data_path) if args.lake else 0
+
+
+def copy_to_lake(db: Path, lake: str, data_path: str | None) -> int:
+    from ingest.copy import copy_store
+    from ingest.store import open_store
+
+    t = time.perf_counter()
+    result = copy_store(Store.open(db), open_store(lake, data_path))
+    rows = sum(a for a, _ in result["tables"].values())
+    bad = {k: v for k, v in result["tables"].items() if v[0] != v[1]}
+    print(f"copied {rows:,} rows into {lake} in {time.perf_counter() - t:.1f} s" + (f"; DIFFER: {bad}" if bad else ""))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

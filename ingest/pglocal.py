@@ -78,7 +78,11 @@ class LocalPostgres:
             uid = pwd.getpwnam(self.as_user).pw_uid
             os.chown(self.data, uid, -1)
             os.chmod(self.folder, 0o755)
-        self._run(bindir / "initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "-E", "UTF8")
+        r = self._run(bindir / "initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "-E", "UTF8", check=False)
+        if r.returncode != 0:
+            raise StoreError(f"initdb failed in {self.data}: {(r.stderr or r.stdout).strip()[-500:]}",
+                             "as root the server runs as the postgres user: every folder above the data "
+                             "folder must be readable by it (chmod o+x)")
 
     def start(self, port: int | None = None) -> "LocalPostgres":
         """Start (initialising first when needed) on `port` or a free one; creates the database."""

@@ -306,3 +306,15 @@ def test_inbox_workers_on_one_lake_claim_each_bundle_once(lake_store):
         assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs").fetchall()[0] == (len(bundles), len(bundles))
         assert con.execute("SELECT count(*) = count(DISTINCT (run_id, sha256)) FROM files").fetchall()[0][0]
     _assert_rows_match_files(lake_store)
+
+
+def test_reingest_on_ducklake_replaces_rows_once(lake_store):
+    from ingest.reingest import reingest
+    assert ingest_paths(lake_store, [TRACE, TEXTS[0]]).ok
+    with lake_store.read() as con:
+        before = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables(con)}
+    assert reingest(lake_store, all_files=True) == 2
+    with lake_store.read() as con:
+        after = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables(con)}
+    assert after == before and before["graph_breaks"] > 0
+    _assert_rows_match_files(lake_store)

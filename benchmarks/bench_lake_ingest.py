@@ -1,0 +1,129 @@
+"""Ingest throughput on the DuckLake team store with 1, 2 and 4 concurrent workers (and the embedded
+store beside it), on the same real bundles.
+
+    python benchmarks/bench_lake_ingest.py [--bundles 24] [--workers 1,2,4] [--json out.json]
+
+Inputs: the collector bundles in sample_logs/cpu-torch2.13/ (real CPU torch.compile runs), each
+unpacked and re-sent under --bundles / 7 new run ids (a rerun of the same job: every file is stored
+again for its new run). Each measurement starts from an empty store (a fresh catalog database in a
+local PostgreSQL from ingest/pglocal.py, started here); the bundles are split between K
+`compilewatch ingest` processes started together. Printed per K: wall time, bundles/s, files/s,
+MB/s, CPU seconds used per wall second by the workers (2.0 means both cores of this machine busy
+with our work) and the load average: together they say whether our CPU, the machine's other users or
+waiting on the store (PostgreSQL round trips, commits) is the limit. Every run checks that each
+bundle's run is stored once.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ingest.pglocal import LocalPostgres  # noqa: E402
+from ingest.store import open_store  # noqa: E402
+
+SAMPLES = ROOT / "sample_logs" / "cpu-torch2.13"
+
+
+def make_bundles(n: int, out: Path) -> list[Path]:
+    """n bundle folders: the sample bundles, each under fresh run ids."""
+    sources = sorted(SAMPLES.glob("*.tar.gz"))
+    unpacked = []
+    for s in sources:
+        d = out / "src" / s.name.removesuffix(".tar.gz")
+        with tarfile.open(s) as tf:
+            tf.extractall(d, filter="data")
+        inner = [p for p in d.rglob("manifest.json")][0].parent
+        unpacked.append(inner)
+    bundles = []
+    for i in range(n):
+        src = unpacked[i % len(unpacked)]
+        dst = out / "bundles" / f"{src.name}-{i:03d}"
+        shutil.copytree(src, dst)
+        m = json.loads((dst / "manifest.json").read_text())
+        m["run_id"] = f"{m.get('run_id') or src.name}-rerun{i:03d}"
+        (dst / "manifest.json").write_text(json.dumps(m, indent=1))
+        bundles.append(dst)
+    return bundles
+
+
+def measure(db: str, data_path: Path | None, bundles: list[Path], workers: int) -> dict:
+    env = {**os.environ, "COMPILEWATCH_DB": db}
+    if data_path:
+        env["COMPILEWATCH_DATA_PATH"] = str(data_path)
+    open_store(db, data_path).close()   # migrations are not part of the ingest figure
+    shares = [bundles[k::workers] for k in range(workers)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-m", "compilewatch", "ingest", "--quiet", *map(str, share)],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for share in shares]
+    outs = [p.communicate() for p in procs]
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if any(p.returncode for p in procs):
+        raise SystemExit(f"an ingest failed: {outs}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    store = open_store(db, data_path)
+    with store.read() as con:
+        runs, distinct = con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs").fetchall()[0]
+        files, mb = con.execute("SELECT count(*), sum(size_bytes) / 1e6 FROM files").fetchall()[0]
+    store.close()
+    if runs != len(bundles) or distinct != runs:
+        raise SystemExit(f"expected {len(bundles)} runs stored once, found {runs} ({distinct} distinct)")
+    return dict(workers=workers, wall_s=round(wall, 2), bundles_per_s=round(len(bundles) / wall, 2),
+                files_per_s=round(files / wall, 1), mb_per_s=round(mb / wall, 2), files=files, mb=round(mb, 1),
+                cpu_per_wall=round(cpu / wall, 2), load_avg=round(os.getloadavg()[0], 1))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bundles", type=int, default=24)
+    ap.add_argument("--workers", default="1,2,4")
+    ap.add_argument("--no-embedded", action="store_true", help="skip the embedded store's figures")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    counts = [int(k) for k in args.workers.split(",")]
+    tmp = Path(tempfile.mkdtemp(prefix="cw-bench-ingest-"))
+    tmp.chmod(0o755)  # the server runs as the postgres user when this runs as root
+    pg = LocalPostgres(tmp / "postgres")
+    results = []
+    try:
+        bundles = make_bundles(args.bundles, tmp)
+        pg.start()
+        print(f"{len(bundles)} bundles; PostgreSQL on 127.0.0.1:{pg.port}; {os.cpu_count()} CPUs; "
+              f"load average {os.getloadavg()[0]:.1f} (other users of the machine count too)")
+        for k in counts:
+            name = f"ingest_{k}"
+            pg.create_database(name, fresh=True)
+            r = measure(pg.lake_spec(name), tmp / f"lake-{k}", bundles, k)
+            results.append(dict(backend="ducklake", **r))
+            print(f"ducklake  {k} worker(s): {r['wall_s']:6.1f} s  {r['bundles_per_s']:5.2f} bundles/s  "
+                  f"{r['files_per_s']:6.1f} files/s  {r['mb_per_s']:6.2f} MB/s  cpu/wall {r['cpu_per_wall']:.2f}", flush=True)
+        if not args.no_embedded:
+            for k in counts:
+                r = measure(str(tmp / f"emb-{k}" / "cw.duckdb"), None, bundles, k)
+                results.append(dict(backend="duckdb", **r))
+                print(f"embedded  {k} worker(s): {r['wall_s']:6.1f} s  {r['bundles_per_s']:5.2f} bundles/s  "
+                      f"{r['files_per_s']:6.1f} files/s  {r['mb_per_s']:6.2f} MB/s  cpu/wall {r['cpu_per_wall']:.2f}", flush=True)
+    finally:
+        pg.stop("immediate")
+        shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -129,8 +129,15 @@ def main(argv=None) -> int:
     import torch
     from torch._dynamo import utils as dyn_utils
 
+    from . import hooks
     from .hooks import RECORDER
     from .models import build
+
+    # This worker steps an eager and then a compiled model, each with its own optimizer, and times
+    # its own steps: an iteration period across both would describe neither.
+    if hooks._ITERATION_HANDLE is not None:
+        hooks._ITERATION_HANDLE.remove()
+        hooks._ITERATION_HANDLE = None
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():

@@ -12,6 +12,7 @@ import pytest
 
 import fixture_db
 from ingest.store import Store
+from rendered import shown
 
 PAGES = {
     "overview": "views/overview.py",
@@ -33,7 +34,7 @@ def _ok(at):
 def _texts(at) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
     parts += [s.value for s in at.subheader] + [t.value for t in at.title]
-    return "\n".join(str(p) for p in parts)
+    return "\n".join(shown(p) for p in parts)
 
 
 def _tables(at, *columns):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from app import ui
 from deepdive import artifacts, gb_registry
 from ingest.store import Store
-from test_pages import PAGES, _ok, _table, _texts
+from test_pages import PAGES, _ok, _table
 
 WIDE = {"from": "2000-01-01", "to": "2100-01-01"}
 
@@ -64,7 +64,7 @@ def test_graph_break_explained_with_its_registry_page(app_at, real_db):
     b = listed[listed["gb_type"].str.contains("item", na=False)].iloc[0]
     at.selectbox(key="rd_break_explain").select(b["break_key"]).run()
     _ok(at)
-    text = _texts(at)
+    text = "\n".join(m.value for m in at.markdown)
     assert f"({gb_registry.registry_url(b['gb_code'])})" in text
     for hint in gb_registry.hint_list(b["hints"]):
         assert f"- {ui.md(hint)}" in text

@@ -131,7 +131,8 @@ def _sd(values: np.ndarray) -> float:
     if len(values) < 2:
         return 0.0
     if len(values) >= 5:
-        return float(stats.median_abs_deviation(values, scale="normal"))
+        # the normal-consistent MAD (scipy's median_abs_deviation(scale="normal")), without its overhead
+        return float(1.482602218505602 * np.median(np.abs(values - np.median(values))))
     return float(np.std(values, ddof=1))
 
 
@@ -281,38 +282,38 @@ KEY_RULES = {
 
 
 def judge_new_keys(kind: str, model: str, hardware: str, baseline_ids: list[str], candidate_ids: list[str],
-                   keys, rules: Rules, describe) -> list[Verdict]:
+                   keys: list[dict], rules: Rules, describe) -> list[Verdict]:
     """Keys the candidate runs had and no baseline run had (regressions; suspicious when fewer than
     `consecutive` candidate runs in a row had it, unless there is one candidate run), and keys every
-    baseline run had and no candidate run has (improvements). ``keys`` is a frame with run_id, key,
-    count and the evidence columns; ``describe(rows) -> Evidence`` words one key's evidence."""
+    baseline run had and no candidate run has (improvements). ``keys`` are records with run_id, key,
+    count and the evidence fields, for these runs; ``describe(record) -> Evidence`` words one key."""
     rule = KEY_RULES[kind]
     if not baseline_ids or not candidate_ids:
         return []
-    base_keys = keys[keys["run_id"].isin(baseline_ids)]
-    cand_keys = keys[keys["run_id"].isin(candidate_ids)]
-    seen_before = set(base_keys["key"])
+    base_set, cand_set = set(baseline_ids), set(candidate_ids)
+    by_key: dict[str, list[dict]] = {}
+    for rec in keys:
+        by_key.setdefault(rec["key"], []).append(rec)
     out = []
-    for key, rows in cand_keys.groupby("key", sort=True):
-        if key in seen_before:
-            continue
-        present = [rid in set(rows["run_id"]) for rid in candidate_ids]
-        confirmed = len(candidate_ids) == 1 or _longest_run(present) >= rules.consecutive
-        status = REGRESSION if confirmed else SUSPICIOUS
-        per_run = rows["count"].sum() / len(candidate_ids)
-        ev = describe(rows)
-        out.append(Verdict(status, model, hardware, rule.metric, subject=str(key), kind=kind, unit="",
-                           direction="lower", change=None,
-                           flagged=tuple(r for r, p in zip(candidate_ids, present) if p),
-                           summary=f"new {rule.noun}: {ev.text} — in {sum(present)} of {len(candidate_ids)} "
-                                   f"candidate runs ({per_run:.1f} per run), in none of {len(baseline_ids)} baseline runs",
-                           evidence=(ev,)))
-    cand_seen = set(cand_keys["key"])
-    for key, rows in base_keys.groupby("key", sort=True):
-        if key in cand_seen or rows["run_id"].nunique() < len(baseline_ids):
-            continue
-        ev = describe(rows)
-        out.append(Verdict(IMPROVEMENT, model, hardware, rule.metric, subject=str(key), kind=kind.replace("new_", "fixed_"),
-                           summary=f"{rule.noun} gone: {ev.text} — in all {len(baseline_ids)} baseline runs, "
-                                   f"none of {len(candidate_ids)} candidate runs", evidence=(ev,)))
+    for key in sorted(by_key, key=str):
+        recs = by_key[key]
+        runs = {r["run_id"] for r in recs}
+        in_base, in_cand = runs & base_set, runs & cand_set
+        if in_cand and not in_base:
+            present = [rid in in_cand for rid in candidate_ids]
+            confirmed = len(candidate_ids) == 1 or _longest_run(present) >= rules.consecutive
+            per_run = sum(r["count"] for r in recs if r["run_id"] in cand_set) / len(candidate_ids)
+            ev = describe(next(r for r in recs if r["run_id"] in cand_set))
+            out.append(Verdict(REGRESSION if confirmed else SUSPICIOUS, model, hardware, rule.metric,
+                               subject=str(key), kind=kind, unit="", direction="lower", change=None,
+                               flagged=tuple(r for r, p in zip(candidate_ids, present) if p),
+                               summary=f"new {rule.noun}: {ev.text} — in {sum(present)} of {len(candidate_ids)} "
+                                       f"candidate runs ({per_run:.1f} per run), in none of {len(baseline_ids)} "
+                                       f"baseline runs", evidence=(ev,)))
+        elif in_base == base_set and not in_cand:
+            ev = describe(recs[0])
+            out.append(Verdict(IMPROVEMENT, model, hardware, rule.metric, subject=str(key),
+                               kind=kind.replace("new_", "fixed_"),
+                               summary=f"{rule.noun} gone: {ev.text} — in all {len(baseline_ids)} baseline runs, "
+                                       f"none of {len(candidate_ids)} candidate runs", evidence=(ev,)))
     return out

@@ -109,15 +109,15 @@ def _size(v: Verdict) -> float:
     return 1e9 if math.isinf(v.change) else abs(v.change)
 
 
-def _run_value(row, value_row=None) -> RunValue:
+def _run_value(row: dict, value_row: dict | None = None) -> RunValue:
     def s(x):
-        return None if x is None or (not isinstance(x, str) and pd.isna(x)) else x
+        return None if _na(x) else x
     t = row["run_time"]
     return RunValue(
-        run_id=row["run_id"], run_time=None if pd.isna(t) else pd.Timestamp(t).to_pydatetime(),
+        run_id=row["run_id"], run_time=None if _na(t) else pd.Timestamp(t).to_pydatetime(),
         value=float(value_row["value"]) if value_row is not None else 0.0,
-        spread=None if value_row is None or pd.isna(value_row["spread"]) else float(value_row["spread"]),
-        n=None if value_row is None or pd.isna(value_row["n"]) else int(value_row["n"]),
+        spread=None if value_row is None or _na(value_row["spread"]) else float(value_row["spread"]),
+        n=None if value_row is None or _na(value_row["n"]) else int(value_row["n"]),
         torch_version=s(row["torch_version"]), label=s(row["label"]), git_commit=s(row["git_commit"]),
         command=s(row["command"]))
 
@@ -126,18 +126,21 @@ def _where(p: str) -> str:
     return PurePath(p).name if isinstance(p, str) and p else "?"
 
 
-def _describe_break(rows: pd.DataFrame) -> Evidence:
-    r = rows.iloc[0]
+def _na(x):
+    return x is None or (not isinstance(x, str) and pd.isna(x))
+
+
+def _describe_break(r: dict) -> Evidence:
     what = r["gb_type"] if isinstance(r["gb_type"], str) and r["gb_type"] else (r["reason"] or "graph break")
-    line = "" if pd.isna(r["user_line"]) else f":{int(r['user_line'])}"
+    line = "" if _na(r["user_line"]) else f":{int(r['user_line'])}"
     text = f"{what} at {_where(r['user_file'])}{line}"
     return Evidence("graph_break", text, {
-        "break_key": r["key"], "gb_type": None if pd.isna(r["gb_type"]) else r["gb_type"],
-        "reason": None if pd.isna(r["raw_reason"]) else r["raw_reason"],
-        "user_file": None if pd.isna(r["user_file"]) else r["user_file"],
-        "user_line": None if pd.isna(r["user_line"]) else int(r["user_line"]),
-        "user_function": None if pd.isna(r["user_function"]) else r["user_function"],
-        "hints": None if pd.isna(r["hints"]) else r["hints"]})
+        "break_key": r["key"], "gb_type": None if _na(r["gb_type"]) else r["gb_type"],
+        "reason": None if _na(r["raw_reason"]) else r["raw_reason"],
+        "user_file": None if _na(r["user_file"]) else r["user_file"],
+        "user_line": None if _na(r["user_line"]) else int(r["user_line"]),
+        "user_function": None if _na(r["user_function"]) else r["user_function"],
+        "hints": None if _na(r["hints"]) else r["hints"]})
 
 
 def _guard_text(raw) -> str:
@@ -147,26 +150,23 @@ def _guard_text(raw) -> str:
     return raw.split("  #")[0].split(" # ")[0].strip()
 
 
-def _describe_recompile(rows: pd.DataFrame) -> Evidence:
-    r = rows.iloc[0]
-    where = "" if pd.isna(r["line"]) else f" ({_where(r['file'])}:{int(r['line'])})"
+def _describe_recompile(r: dict) -> Evidence:
+    where = "" if _na(r["line"]) else f" ({_where(r['file'])}:{int(r['line'])})"
     guard = r["guard"] if isinstance(r["guard"], str) else "?"
     return Evidence("recompile", f"{r['key']}{where} recompiled; failed guard: {_guard_text(guard)}", {
-        "function": r["key"], "file": None if pd.isna(r["file"]) else r["file"],
-        "line": None if pd.isna(r["line"]) else int(r["line"]), "guard": guard,
-        "category": None if pd.isna(r["category"]) else r["category"],
-        "hint": guard_hint(None if pd.isna(r["category"]) else r["category"])})
+        "function": r["key"], "file": None if _na(r["file"]) else r["file"],
+        "line": None if _na(r["line"]) else int(r["line"]), "guard": guard,
+        "category": None if _na(r["category"]) else r["category"],
+        "hint": guard_hint(None if _na(r["category"]) else r["category"])})
 
 
-def _describe_guard(rows: pd.DataFrame) -> Evidence:
-    r = rows.iloc[0]
+def _describe_guard(r: dict) -> Evidence:
     return Evidence("guard_category", f"{r['key']} guard failures, e.g. {r['function']}: {_guard_text(r['guard'])}", {
         "category": r["key"], "function": r["function"], "guard": r["guard"], "hint": guard_hint(r["key"])})
 
 
-def _describe_limit(rows: pd.DataFrame) -> Evidence:
-    r = rows.iloc[0]
-    lim = f"{r['limit_name']} ({int(r['limit_value'])})" if not pd.isna(r["limit_value"]) else str(r["limit_name"])
+def _describe_limit(r: dict) -> Evidence:
+    lim = f"{r['limit_name']} ({int(r['limit_value'])})" if not _na(r["limit_value"]) else str(r["limit_name"])
     return Evidence("limit_hit", f"{r['function']} hit {lim}", {
         "function": r["function"], "limit_name": r["limit_name"], "reason": r["reason"], "hint": LIMIT_HINT})
 
@@ -213,7 +213,7 @@ def pick_runs(con, sides: Sides, since: timedelta, models=(), hardware=(),
 def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timedelta = timedelta(days=7),
            rules: Rules | None = None, pinned: Spec | None = None, models=(), hardware=(),
            with_changepoints: bool = True, windows: tuple[Window, Window] | None = None,
-           run_ids=None) -> Review:
+           run_ids=None, with_hotspots: bool = True) -> Review:
     """Judge every metric and key of every model x hardware the candidate ran, against the baseline
     runs on the same hardware. See ``baseline`` for what the SPECs and windows select; ``windows``
     (baseline, candidate) replaces the windows `since` would give (the dashboard's date picker);
@@ -226,24 +226,57 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
     base, cand = pick_runs(con, sides, since, models, hardware, run_ids)
     desc_b, desc_c = sides.describe()
     all_runs = pd.concat([base.assign(side="baseline"), cand.assign(side="candidate")], ignore_index=True)
-    values = S.run_values(con, list(all_runs["run_id"])) if len(all_runs) else pd.DataFrame(columns=S.METRIC_COLUMNS)
+    notes: list[Note] = []
+    groups: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for side, frame in (("baseline", base), ("candidate", cand)):
+        for rid, model, hw in zip(frame["run_id"], frame["model"], frame["hardware"]):
+            groups.setdefault((model, hw), {"baseline": [], "candidate": []})[side].append(rid)
+    if not (sides.baseline or sides.candidate):
+        # windows only: a model with no runs in the baseline window is judged against its own
+        # previous version inside the candidate window
+        for (model, hw), g in groups.items():
+            if g["candidate"] and not g["baseline"]:
+                split = previous_version(cand[(cand["model"] == model) & (cand["hardware"] == hw)],
+                                         rules.min_baseline_runs)
+                if split is not None:
+                    b_runs, c_runs, text = split
+                    g["baseline"], g["candidate"] = list(b_runs["run_id"]), list(c_runs["run_id"])
+                    notes.append(Note("own_history", model, hw, f"{model} on {hw}: {text}"))
+    # only model x hardware groups with runs on both sides are judged: load nothing for the rest
+    both_ids = {r for g in groups.values() if g["baseline"] and g["candidate"] for r in g["baseline"] + g["candidate"]}
+    judged = all_runs[all_runs["run_id"].isin(both_ids)]
+    values = (S.run_values(con, list(judged["run_id"])) if len(judged)
+              else pd.DataFrame(columns=S.METRIC_COLUMNS))
     values = values.merge(all_runs, on="run_id", how="inner")
     verdicts: list[Verdict] = []
-    notes: list[Note] = []
     cps: list[ChangePoint] = []
     hit_rate = dict(values.loc[values["metric"] == "cache_hit_rate", ["run_id", "value"]].itertuples(index=False))
-    keys = {kind: fn(con, list(all_runs["run_id"])) for kind, fn, _ in KEY_SOURCES} if len(all_runs) else {}
+    # keys of the judged runs, and of the candidate's runs for its hotspots and storms
+    key_ids = sorted(set(judged["run_id"]) | (set(cand["run_id"]) if with_hotspots else set()))
+    keys = {kind: fn(con, key_ids) for kind, fn, _ in KEY_SOURCES} if key_ids else {}
 
-    own_history = not (sides.baseline or sides.candidate)
-    for (model, hw), c_runs in cand.groupby(["model", "hardware"], sort=True):
-        b_runs = base[(base["model"] == model) & (base["hardware"] == hw)]
-        if b_runs.empty and own_history:
-            split = previous_version(c_runs, rules.min_baseline_runs)
-            if split is not None:
-                b_runs, c_runs, text = split
-                notes.append(Note("own_history", model, hw, f"{model} on {hw}: {text}"))
-        if b_runs.empty:
-            others = sorted(set(base.loc[base["model"] == model, "hardware"]))
+    # plain records from here on: per-row pandas access costs more than the statistics
+    run_rec = {r["run_id"]: r for r in all_runs.to_dict("records")}
+    series_values: dict[tuple, dict[str, dict]] = {}
+    for rec in values[values["metric"].isin(GATED)].to_dict("records"):
+        series_values.setdefault((rec["model"], rec["hardware"], rec["metric"], rec["subject"]), {})[rec["run_id"]] = rec
+    by_group_series: dict[tuple[str, str], list[tuple]] = {}
+    for k in sorted(series_values):
+        by_group_series.setdefault(k[:2], []).append(k)
+    key_recs: dict[str, dict[str, list[dict]]] = {}
+    for kind, frame in keys.items():
+        per_run: dict[str, list[dict]] = {}
+        for rec in frame.to_dict("records"):
+            per_run.setdefault(rec["run_id"], []).append(rec)
+        key_recs[kind] = per_run
+    base_hw_by_model: dict[str, set[str]] = {}
+    for rid, model, hw in zip(base["run_id"], base["model"], base["hardware"]):
+        base_hw_by_model.setdefault(model, set()).add(hw)
+
+    for (model, hw) in sorted(k for k, g in groups.items() if g["candidate"]):
+        b_ids, c_ids = groups[(model, hw)]["baseline"], groups[(model, hw)]["candidate"]
+        if not b_ids:
+            others = sorted(base_hw_by_model.get(model, set()))
             if others:
                 notes.append(Note("different_hardware", model, hw,
                                   f"{model}: the candidate ran on {hw}, the baseline only on {', '.join(others)}; "
@@ -251,16 +284,16 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
             else:
                 notes.append(Note("no_baseline", model, hw, f"{model} on {hw}: no baseline runs to compare with"))
             continue
-        b_ids, c_ids = list(b_runs["run_id"]), list(c_runs["run_id"])
-        v = values[(values["model"] == model) & (values["hardware"] == hw) & values["metric"].isin(GATED)]
-        for (metric, subject), rows in v.groupby(["metric", "subject"], sort=True):
-            by_run = {r["run_id"]: r for _, r in rows.iterrows()}
-            b_vals = [_run_value(r, by_run[r["run_id"]]) for _, r in b_runs.iterrows() if r["run_id"] in by_run]
-            c_vals = [_run_value(r, by_run[r["run_id"]]) for _, r in c_runs.iterrows() if r["run_id"] in by_run]
+        for key in by_group_series.get((model, hw), []):
+            _, _, metric, subject = key
+            by_run = series_values[key]
+            b_vals = [_run_value(run_rec[r], by_run[r]) for r in b_ids if r in by_run]
+            c_vals = [_run_value(run_rec[r], by_run[r]) for r in c_ids if r in by_run]
             if not c_vals:
                 continue
-            unit = rows["unit"].iloc[0] if "unit" in rows and isinstance(rows["unit"].iloc[0], str) else None
-            direction = rows["direction"].iloc[0] if isinstance(rows["direction"].iloc[0], str) else None
+            first = next(iter(by_run.values()))
+            unit = first["unit"] if isinstance(first["unit"], str) else None
+            direction = first["direction"] if isinstance(first["direction"], str) else None
             verdict = judge_values(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction)
             if metric == "compile_time" and verdict.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT):
                 verdict = _with_cache(verdict, hit_rate, rules)
@@ -270,13 +303,16 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
             if with_changepoints and len(b_vals) + len(c_vals) >= 2 * rules.changepoint_min_size:
                 cps += change_points(model, hw, metric, subject, b_vals + c_vals, rules, unit, hit_rate)
         for kind, _, describe in KEY_SOURCES:
-            k = keys[kind]
-            verdicts += [_with_command(x) if x.worse else x
-                         for x in judge_new_keys(kind, model, hw, b_ids, c_ids, k[k["run_id"].isin(b_ids + c_ids)],
-                                                 rules, describe)]
-    _attach_runs(verdicts, all_runs)
+            recs = [x for rid in b_ids + c_ids for x in key_recs.get(kind, {}).get(rid, [])]
+            verdicts += judge_new_keys(kind, model, hw, b_ids, c_ids, recs, rules, describe)
+        group = [v for v in verdicts if v.model == model and v.hardware == hw]
+        torch_b = {run_rec[r]["torch_version"] for r in b_ids}
+        torch_c = {run_rec[r]["torch_version"] for r in c_ids}
+        _host_speed(verdicts, group, torch_b == torch_c)
+    _attach_runs(verdicts, groups, run_rec)
     return Review(desc_b, desc_c, rules, base, cand, verdicts, cps, notes, values,
-                  hotspots=_hotspots(keys, cand), storms=_storms(keys, cand))
+                  hotspots=_hotspots(keys, cand) if with_hotspots else pd.DataFrame(),
+                  storms=_storms(keys, cand) if with_hotspots else pd.DataFrame())
 
 
 VERSION = ("git_commit", "torch_version")
@@ -317,6 +353,47 @@ def previous_version(runs: pd.DataFrame, min_runs: int) -> tuple[pd.DataFrame, p
     return b_runs, c_runs, text
 
 
+TIMINGS = ("step_time", "iteration_time", "compile_time")
+COUNTS = ("graph_breaks", "recompiles", "limit_hits", "failures")
+
+
+def _host_speed(verdicts: list[Verdict], group: list[Verdict], same_torch: bool) -> None:
+    """A slower (or faster) machine is not a code change. When the compiled graphs are the same on
+    both sides (no new or gone key, no count changed, same torch) and yet the busiest compiled
+    callable's steady step time moved - confirmed - then the host ran at another speed: timings
+    that moved the same way by no more than 1.5x that factor are put down to it (worse:
+    suspicious, better: unchanged), with the factor as evidence. A slower step outside the
+    compiled region (the iteration period alone) leaves the compiled step times, and so this
+    rule, alone."""
+    import dataclasses
+    if not same_torch:
+        return
+    if any((v.kind and v.status != UNCHANGED) or (v.metric in COUNTS and v.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT))
+           for v in group):
+        return
+    steps = [v for v in group if v.metric == "step_time" and v.baseline is not None and v.baseline.median]
+    if not steps:
+        return
+    busiest = max(steps, key=lambda v: v.baseline.median)
+    if busiest.status not in (REGRESSION, IMPROVEMENT) or busiest.change is None:
+        return
+    factor = busiest.change
+    text = (f"the compiled graphs are the same on both sides, yet the busiest compiled callable "
+            f"({busiest.subject}) ran {100 * factor:+.0f}% at steady state: the machine ran at another "
+            f"speed, not the code")
+    for i, v in enumerate(verdicts):
+        if v not in group or v.metric not in TIMINGS or v.change is None or v.status == UNCHANGED:
+            continue
+        if (v.change > 0) != (factor > 0) or abs(v.change) > 1.5 * abs(factor):
+            continue
+        if v.worse:
+            verdicts[i] = dataclasses.replace(v, status=SUSPICIOUS, summary=v.summary + " (host speed)",
+                                              evidence=v.evidence + (Evidence("host", text, {"factor": factor}),))
+        elif v.status == IMPROVEMENT:
+            verdicts[i] = dataclasses.replace(v, status=UNCHANGED, summary=v.summary + " (host speed)",
+                                              evidence=v.evidence + (Evidence("host", text, {"factor": factor}),))
+
+
 def _with_cache(v: Verdict, hit_rate: dict[str, float], rules: Rules) -> Verdict:
     """Say whether the compile caches hit on each side; a rise explained by a cold cache is suspicious."""
     import dataclasses
@@ -349,21 +426,18 @@ def _with_command(v: Verdict) -> Verdict:
     return v
 
 
-def _attach_runs(verdicts: list[Verdict], all_runs: pd.DataFrame) -> None:
-    """Key verdicts carry their runs (value = occurrences) like value verdicts do, for the JSON."""
+def _attach_runs(verdicts: list[Verdict], groups: dict, run_rec: dict) -> None:
+    """Key verdicts carry their runs (value 1 where the key was seen) like value verdicts do, for the
+    JSON, and the command that reproduces a run that had it."""
     import dataclasses
     from .detect import Side
-    by_id = {r["run_id"]: r for _, r in all_runs.iterrows()}
     for i, v in enumerate(verdicts):
         if v.baseline is not None or not v.kind:
             continue
-        b = [_run_value(by_id[r]) for r in all_runs.loc[(all_runs["side"] == "baseline") & (all_runs["model"] == v.model)
-                                                        & (all_runs["hardware"] == v.hardware), "run_id"]]
-        c = [_run_value(by_id[r]) for r in all_runs.loc[(all_runs["side"] == "candidate") & (all_runs["model"] == v.model)
-                                                        & (all_runs["hardware"] == v.hardware), "run_id"]]
-        c = [dataclasses.replace(x, value=1.0 if x.run_id in v.flagged else 0.0) for x in c]
-        if v.status == IMPROVEMENT:
-            b = [dataclasses.replace(x, value=1.0) for x in b]
+        g = groups[(v.model, v.hardware)]
+        b = [dataclasses.replace(_run_value(run_rec[r]), value=1.0 if v.status == IMPROVEMENT else 0.0)
+             for r in g["baseline"]]
+        c = [dataclasses.replace(_run_value(run_rec[r]), value=1.0 if r in v.flagged else 0.0) for r in g["candidate"]]
         verdicts[i] = dataclasses.replace(v, baseline=Side.of(b), candidate=Side.of(c))
         if verdicts[i].worse:
             verdicts[i] = _with_command(verdicts[i])

@@ -24,14 +24,18 @@ def _windows(f: Filters) -> tuple[Window, Window]:
     return Window(day(prev.start), day(prev.end, 1)), Window(day(f.start), day(f.end, 1))
 
 
-def weekly(con, f: Filters) -> Review:
-    """The Review behind the Overview and its report download: the sidebar's filters (models,
-    torch versions, labels, hardware) hold on both sides; the dates pick the windows."""
+def weekly(con, f: Filters, with_changepoints: bool = False) -> Review:
+    """The Review behind the Overview (no change points: the page does not show them) and, with
+    them, its report download. The sidebar's filters (models, torch versions, labels, hardware) hold
+    on both sides; the dates pick the windows."""
     pinned = pinned_baseline()
-    where, params = run_where(f, use_time=False)
-    ids = df(con, f"SELECT r.run_id FROM runs r WHERE {where}", params)["run_id"]
+    ids = None
+    if f.models or f.torch_versions or f.labels or f.hardware:
+        where, params = run_where(f, use_time=False)
+        ids = list(df(con, f"SELECT r.run_id FROM runs r WHERE {where}", params)["run_id"])
     return review(con, rules=Rules.from_settings(), pinned=parse_spec(pinned) if pinned else None,
-                  windows=_windows(f), with_changepoints=True, run_ids=list(ids))
+                  windows=_windows(f), with_changepoints=with_changepoints, run_ids=ids,
+                  with_hotspots=with_changepoints)
 
 
 def _row(v: Verdict) -> dict:
@@ -53,21 +57,19 @@ def _row(v: Verdict) -> dict:
 def verdicts(con, f: Filters) -> pd.DataFrame:
     """One row per regression, suspicious change or improvement, worst first, with what the page
     links to: a baseline and a candidate run (Compare, Run detail), the break key (hotspot), the
-    recompiling function (storm), and the command that reproduces the candidate run."""
+    recompiling function (storm), and the command that reproduces the candidate run. Then one row
+    per model the review did not compare because the two sides ran on different hardware (status
+    "not_compared") or judged against its own previous version (status "own_history"), the reason
+    in summary."""
     r = weekly(con, f)
     rows = [_row(v) for v in r.regressions + r.suspicious + r.improvements]
+    rows += [{"status": "not_compared" if n.kind == "different_hardware" else n.kind, "model": n.model,
+              "hardware": n.hardware, "summary": n.text}
+             for n in r.notes if n.kind in ("different_hardware", "own_history")]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def notes(con, f: Filters) -> pd.DataFrame:
-    """Models the review could not judge, and why (different hardware on the two sides), and models
-    judged against their own previous version because the baseline window had none of their runs."""
-    r = weekly(con, f)
-    return pd.DataFrame([vars(n) for n in r.notes if n.kind in ("different_hardware", "own_history")],
-                        columns=["kind", "model", "hardware", "text"])
-
-
 def report_html(con, f: Filters) -> pd.DataFrame:
-    """The HTML report of this view, one cell (the cache stores DataFrames)."""
+    """The HTML report of this view, change points included, one cell (the cache stores DataFrames)."""
     from review.report import to_html
-    return pd.DataFrame({"html": [to_html(weekly(con, f))]})
+    return pd.DataFrame({"html": [to_html(weekly(con, f, with_changepoints=True))]})

@@ -59,19 +59,21 @@ if verdicts is not None:
                f"past PyTorch HUD's ratio rules and beyond the runs' own run-to-run noise; two in a row make a "
                f"regression, one is suspicious. Models are judged per hardware, never across. "
                f"`compilewatch check` gives the same verdicts.")
-    not_compared = ui.load(review_q.notes, f)
-    if not_compared is not None and not not_compared.empty:
-        for kind, title in (("own_history", "model(s) judged against their own previous version"),
-                            ("different_hardware", "model(s) not compared: different hardware on the two sides")):
-            texts = not_compared.loc[not_compared["kind"] == kind, "text"]
-            if len(texts):
-                with st.expander(f"{len(texts)} {title}"):
-                    for text in texts:
-                        st.markdown(f"- {ui.md(text)}")
-    html = ui.load(review_q.report_html, f)
-    if html is not None:
-        st.download_button("Download the report (HTML)", html.iloc[0, 0], file_name=f"compilewatch-review-{f.end}.html",
-                           mime="text/html", icon=":material/download:", key="ov_report")
+    for status, title in (("own_history", "model(s) judged against their own previous version"),
+                          ("not_compared", "model(s) not compared: different hardware on the two sides")):
+        texts = verdicts.loc[verdicts["status"] == status, "summary"]
+        if len(texts):
+            with st.expander(f"{len(texts)} {title}"):
+                for text in texts:
+                    st.markdown(f"- {ui.md(text)}")
+    # The report renders charts for every verdict: built on request, not on every page view.
+    if st.button("Prepare the report (HTML)", key="ov_prepare_report", icon=":material/description:"):
+        st.session_state["_ov_report"] = True
+    if st.session_state.get("_ov_report"):
+        html = ui.load(review_q.report_html, f)
+        if html is not None:
+            st.download_button("Download the report", html.iloc[0, 0], file_name=f"compilewatch-review-{f.end}.html",
+                               mime="text/html", icon=":material/download:", key="ov_report")
 
 daily = ui.load(overview.daily, f)
 if daily is not None:

@@ -112,6 +112,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("review_consecutive", "COMPILEWATCH_REVIEW_CONSECUTIVE", "2",
             "Flagged candidate runs in a row that make a regression; fewer make it suspicious. A lone "
             "candidate run (a CI job) is judged against the baseline's spread alone."),
+    Setting("review_group_max_pvalue", "COMPILEWATCH_REVIEW_GROUP_MAX_PVALUE", "0.05",
+            "Several candidate runs that all lie beyond every baseline run (exact one-sided Mann-Whitney "
+            "p at most this) and pass the ratio rule on their median are a regression even when no two "
+            "of them pass the noise rule on their own."),
     Setting("review_min_baseline_runs", "COMPILEWATCH_REVIEW_MIN_BASELINE_RUNS", "2",
             "Baseline runs needed to judge a timing; fewer give 'insufficient data' (counts need one run)."),
     Setting("review_cold_cache_drop", "COMPILEWATCH_REVIEW_COLD_CACHE_DROP", "0.25",

@@ -193,6 +193,26 @@ def flag_runs(m: Metric, rules: Rules, baseline: Side, candidate: Side) -> tuple
     return worse, better
 
 
+def _group_shift(m: Metric, rules: Rules, baseline: Side, candidate: Side) -> tuple[bool, bool]:
+    """(worse, better) by the group rule: at least `consecutive` candidate runs, all beyond every
+    baseline run, the exact one-sided Mann-Whitney p <= group_max_pvalue, and the candidate median
+    past the ratio rule. With 3 runs a side the most extreme ordering has p = 1/20 = 0.05: a shift
+    that no single run shows beyond 3 sigma of a noisy machine, but all runs agree on."""
+    if len(candidate.runs) < max(rules.consecutive, 2) or len(baseline.runs) < 2 or m.kind == "count":
+        return False, False
+    b = np.array([r.value for r in baseline.runs])
+    c = np.array([r.value for r in candidate.runs])
+    ratio_w, ratio_b = _ratio_out(m, rules, candidate.median, baseline.median)
+    up = bool(c.min() > b.max())
+    down = bool(c.max() < b.min())
+    if not (up or down):
+        return False, False
+    p = float(stats.mannwhitneyu(c, b, alternative="greater" if up else "less", method="exact").pvalue)
+    if p > rules.group_max_pvalue:
+        return False, False
+    return (ratio_w and (up != m.higher_is_better)), (ratio_b and (up == m.higher_is_better))
+
+
 def _longest_run(flags: list[bool]) -> int:
     best = cur = 0
     for f in flags:
@@ -231,6 +251,14 @@ def judge_values(model: str, hardware: str, metric: str, subject: str, baseline_
     strong = len(cand.runs) == 1 and abs(cand.runs[0].value - base.median) > prediction_margin(base, rules)
     w_any, w_confirmed = _status(worse, rules, strong)
     b_any, b_confirmed = _status(better, rules, strong)
+    # the group rule: every candidate run beyond every baseline run, significant as a whole
+    w_group, b_group = _group_shift(m, rules, base, cand)
+    if w_group:
+        w_any = w_confirmed = True
+        worse = [True] * len(cand.runs)
+    elif b_group and not w_any:
+        b_any = b_confirmed = True
+        better = [True] * len(cand.runs)
     if w_any:
         status = REGRESSION if w_confirmed else SUSPICIOUS
         flags = worse

@@ -33,6 +33,7 @@ class Rules:
     count_max_ratio: float = _default("count_max_ratio")
     noise_sigmas: float = _default("noise_sigmas")
     consecutive: int = _default("consecutive", int)
+    group_max_pvalue: float = _default("group_max_pvalue")
     min_baseline_runs: int = _default("min_baseline_runs", int)
     cold_cache_drop: float = _default("cold_cache_drop")
     changepoint_max_pvalue: float = _default("changepoint_max_pvalue")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ingest.loader import ingest_paths
+from rendered import shown
 from test_pages import PAGES, _ok
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -46,7 +47,7 @@ def test_postgres_stopped_while_open_then_back(app_at, lake_app, postgres):
     try:
         at.run()
         assert not at.exception, [e.value for e in at.exception]
-        errors = " ".join(e.value for e in at.error)
+        errors = " ".join(shown(e.value) for e in at.error)
         assert "cannot reach the team store's PostgreSQL at 127.0.0.1" in errors, errors
     finally:
         postgres.start(postgres.port)

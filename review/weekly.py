@@ -256,9 +256,9 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
     keys = {kind: fn(con, key_ids) for kind, fn, _ in KEY_SOURCES} if key_ids else {}
 
     # plain records from here on: per-row pandas access costs more than the statistics
-    run_rec = {r["run_id"]: r for r in all_runs.to_dict("records")}
+    run_rec = {r["run_id"]: r for r in S.records(all_runs)}
     series_values: dict[tuple, dict[str, dict]] = {}
-    for rec in values[values["metric"].isin(GATED)].to_dict("records"):
+    for rec in S.records(values[values["metric"].isin(GATED)]):
         series_values.setdefault((rec["model"], rec["hardware"], rec["metric"], rec["subject"]), {})[rec["run_id"]] = rec
     by_group_series: dict[tuple[str, str], list[tuple]] = {}
     for k in sorted(series_values):
@@ -266,7 +266,7 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
     key_recs: dict[str, dict[str, list[dict]]] = {}
     for kind, frame in keys.items():
         per_run: dict[str, list[dict]] = {}
-        for rec in frame.to_dict("records"):
+        for rec in S.records(frame):
             per_run.setdefault(rec["run_id"], []).append(rec)
         key_recs[kind] = per_run
     base_hw_by_model: dict[str, set[str]] = {}

@@ -42,7 +42,12 @@ def _row(v: Verdict) -> dict:
     ev = {e.kind: e for e in v.evidence}
     flagged = list(v.flagged) or (v.candidate.run_ids[-1:] if v.candidate else [])
     base = v.baseline.run_ids if v.baseline else []
-    change = None if v.change is None or v.change != v.change or abs(v.change) == float("inf") else 100 * v.change
+    if v.change is not None and v.change == v.change and abs(v.change) != float("inf"):
+        change = f"{100 * v.change:+.1f}%"
+    elif v.baseline and v.candidate and v.baseline.median is not None and v.candidate.median is not None:
+        change = f"{v.baseline.median:g} → {v.candidate.median:g}"   # from zero: no ratio to give
+    else:
+        change = "new" if v.kind else "–"
     return {"status": v.status, "model": v.model, "hardware": v.hardware,
             "metric": v.kind or v.metric, "subject": v.subject if not v.kind else "",
             "change": change, "summary": v.summary,

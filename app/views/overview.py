@@ -48,9 +48,9 @@ if verdicts is not None:
                             else "Nothing got better beyond the noise."),
                      hide=("baseline_run", "candidate_run", "break_key", "function", "summary")
                      + (("subject",) if not part["subject"].astype(bool).any() else ()),
-                     status=ui.text_col("Verdict", "small"), model=ui.text_col("Model", "small"),
-                     hardware=ui.text_col("Hardware", "small"), metric=ui.text_col("Metric", "medium"),
-                     subject=ui.text_col("Of", "small"), change=ui.num_col("Change", "%+.1f%%"),
+                     status=ui.text_col("Verdict", "small"), model=ui.text_col("Model", "medium"),
+                     hardware=ui.text_col("Hardware", "medium"), metric=ui.text_col("Metric", "medium"),
+                     subject=ui.text_col("Of", "small"), change=ui.text_col("Change", "small"),
                      evidence=ui.text_col("Evidence", "large"), command=ui.text_col("Command", "medium"),
                      compare=ui.link_col("Compare", width="small"), run=ui.link_col("Run", width="small"),
                      detail=ui.link_col("Hotspot / storm", width="small"))

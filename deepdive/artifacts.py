@@ -96,6 +96,17 @@ def language(kind: str, name: str | None, encoding: str) -> str:
     return "text"
 
 
+def rows(con, sql: str, params: list) -> list[dict]:
+    """One query on its own cursor (connections are not thread-safe) -> a dict per row."""
+    cur = con.cursor()
+    try:
+        found = cur.execute(sql, params).fetchall()
+        names = [d[0] for d in cur.description]
+    finally:
+        cur.close()
+    return [dict(zip(names, r)) for r in found]
+
+
 def list_artifacts(con, run_id: str, compile_id: str | None = None, *, all_ids: bool = False) -> list[dict]:
     """Artifacts of a run (of one compile id unless all_ids), in log order, without payloads."""
     sql = f"SELECT {_LIST_COLUMNS} FROM artifacts WHERE run_id = ?"
@@ -104,13 +115,7 @@ def list_artifacts(con, run_id: str, compile_id: str | None = None, *, all_ids: 
         sql += " AND compile_id IS NOT DISTINCT FROM ?"
         params.append(compile_id)
     sql += " ORDER BY file_id, line_no"
-    cur = con.cursor()
-    try:
-        rows = cur.execute(sql, params).fetchall()
-        names = [d[0] for d in cur.description]
-    finally:
-        cur.close()
-    return [dict(zip(names, r)) for r in rows]
+    return rows(con, sql, params)
 
 
 def fetch(con, run_id: str, file_id: int, line_no: int) -> Artifact:

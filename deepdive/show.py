@@ -8,18 +8,8 @@ from . import artifacts, stack_trie
 from .errors import NotFoundError
 
 
-def _rows(con, sql: str, params: list) -> list[dict]:
-    cur = con.cursor()
-    try:
-        rows = cur.execute(sql, params).fetchall()
-        names = [d[0] for d in cur.description]
-    finally:
-        cur.close()
-    return [dict(zip(names, r)) for r in rows]
-
-
 def _run(con, run_id: str) -> dict:
-    rows = _rows(con, "SELECT run_id, model, label, torch_version FROM runs WHERE run_id = ?", [run_id])
+    rows = artifacts.rows(con, "SELECT run_id, model, label, torch_version FROM runs WHERE run_id = ?", [run_id])
     if not rows:
         raise NotFoundError(f"no run {run_id!r} in this store",
                             "pass a run id that `compilewatch ingest` printed, or open Run detail in the dashboard")
@@ -33,7 +23,7 @@ def _fmt_size(n) -> str:
 
 def compile_ids(con, run_id: str) -> list[dict]:
     """Every compile id of the run (from compiles and artifacts), with its artifact count."""
-    return _rows(con, """
+    return artifacts.rows(con, """
     WITH a AS (SELECT compile_id, rank, count(*) FILTER (WHERE kind <> 'dynamo_start') AS artifacts
                FROM artifacts WHERE run_id = ? AND compile_id IS NOT NULL GROUP BY ALL),
     c AS (SELECT compile_id, rank, any_value(co_name) AS co_name,
@@ -71,7 +61,7 @@ def run_text(con, run_id: str) -> str:
 
 
 def _one_compile(con, run_id: str, compile_id: str, rank: int | None) -> list[dict]:
-    return _rows(con, """
+    return artifacts.rows(con, """
     SELECT compile_id, rank, co_name, co_filename, co_firstlineno, entire_frame_compile_time_s,
            backend_compile_time_s, inductor_compile_time_s, code_gen_time_s, guard_count, shape_env_guard_count,
            graph_op_count, graph_node_count, graph_input_count, cache_size, fail_type, fail_reason,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import tarfile
 import threading
 from pathlib import Path
@@ -61,8 +62,9 @@ def _craft(tmp: Path, tracker: str) -> Path:
     text = (text.replace("Failed to trace builtin operator", h["gb_type"].replace("\n", " "))
             .replace("Explanation: Dynamo does not know how to trace builtin operator",
                      h["explanation"].split("\n")[0] + " " + h["explanation"].split("\n")[-1] + " trace")
-            .replace("Hint: Please report an issue to PyTorch.", h["hint"])
-            .replace("/work/main/tests/fixtures/text/prog_graph_breaks.py", h["file"]))
+            .replace("Hint: Please report an issue to PyTorch.", h["hint"]))
+    # the user file the log names, wherever the fixture was made
+    text = re.sub(r"/\S*/tests/fixtures/text/prog_graph_breaks\.py", lambda _: h["file"], text)
     bundle = tmp / "evil-bundle"
     bundle.mkdir()
     (bundle / "torch_logs.txt").write_text(text)

@@ -43,6 +43,6 @@ def current_user() -> str | None:
 
 
 def _md(value) -> str:
-    from compilewatch import safetext
+    from compilewatch.core import safetext
 
     return safetext.markdown(value)

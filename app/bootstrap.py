@@ -39,7 +39,7 @@ def ensure_sample_data(store, sample_dir: Path) -> str | None:
         if runs:
             marker.write_text(json.dumps({"skipped": "store already had runs"}))
             return None
-        from ingest.loader import ingest_paths
+        from compilewatch.ingest.loader import ingest_paths
 
         report = ingest_paths(store, paths)
         results = list(getattr(report, "files", []) or [])

@@ -1,7 +1,7 @@
 """compilewatch dashboard entry point: `streamlit run app/main.py`. Only declares the pages."""
 import streamlit as st
 
-from app import auth
+from compilewatch.app import auth
 
 st.set_page_config(page_title="compilewatch", page_icon=":material/speed:", layout="wide")
 

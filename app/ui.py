@@ -14,11 +14,12 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
-from app import bootstrap, settings
-from app.filters import Filters, from_params, to_params
-from app.queries import common
-from compilewatch import safetext
-from ingest.errors import CompileWatchError
+from compilewatch.app import bootstrap
+from compilewatch.app import dashboard_settings as settings
+from compilewatch.app.filters import Filters, from_params, to_params
+from compilewatch.app.queries import common
+from compilewatch.core import safetext
+from compilewatch.core.errors import CompileWatchError
 
 UPLOAD_PAGE = "views/upload.py"
 _REMEMBERED = "_cw_global_filters"   # global filters carried across pages (the URL is per page)
@@ -30,9 +31,9 @@ _DEFAULT_WINDOW = "_cw_default_window"  # this page's default (start, end)
 # -- store -----------------------------------------------------------------------------------------
 @st.cache_resource(show_spinner="Opening the compilewatch store (first start ingests sample_logs/)…")
 def _open_store(db_path: str, data_path: str | None, sample_dir: str, bootstrap_enabled: bool):
-    from ingest.store import Store
+    from compilewatch.store import open_store
 
-    store = Store.open(db_path, data_path)
+    store = open_store(db_path, data_path)
     message = None
     if bootstrap_enabled:
         try:
@@ -216,7 +217,7 @@ plain = safetext.plain
 
 
 def md(value, *, one_line: bool = True) -> str:
-    """Log content escaped for any place that renders Markdown (compilewatch/safetext.py)."""
+    """Log content escaped for any place that renders Markdown (core/safetext.py)."""
     return safetext.markdown(value, one_line=one_line)
 
 

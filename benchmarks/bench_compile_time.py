@@ -24,8 +24,8 @@ import duckdb
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.filters import Filters  # noqa: E402
-from app.queries import compile_time, ranks  # noqa: E402
+from compilewatch.app.filters import Filters  # noqa: E402
+from compilewatch.app.queries import compile_time, ranks  # noqa: E402
 
 COLD_BAR_S = 2.0
 

@@ -41,15 +41,15 @@ def default_inputs() -> list[Path]:
 
 
 def _ingest(paths, db: Path, with_artifacts: bool) -> tuple[float, object]:
-    import ingest.trace.parsers as registry
-    from ingest.loader import ingest_paths
-    from ingest.store import Store
+    import compilewatch.ingest.trace.parsers as registry
+    from compilewatch.ingest.loader import ingest_paths
+    from compilewatch.store import open_store
 
     original = registry.default_parsers
     if not with_artifacts:
         registry.default_parsers = lambda: tuple(p for p in original() if p.parse.__module__ != registry.artifact_records.__name__)
     try:
-        store = Store.open(db)
+        store = open_store(db)
         t = time.perf_counter()
         report = ingest_paths(store, paths)
         elapsed = time.perf_counter() - t
@@ -73,9 +73,9 @@ def _parse_cpu_s(paths, with_artifacts: bool) -> float:
     and gzipped trace inputs into a counting sink."""
     import io
 
-    from ingest.records import CountingSink
-    from ingest.trace import TraceParser
-    from ingest.trace.parsers import artifact_records, default_parsers
+    from compilewatch.ingest.records import CountingSink
+    from compilewatch.ingest.trace import TraceParser
+    from compilewatch.ingest.trace.parsers import artifact_records, default_parsers
 
     parsers = tuple(p for p in default_parsers() if with_artifacts or p.parse.__module__ != artifact_records.__name__)
     total = 0.0
@@ -142,7 +142,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
     paths = args.logs or default_inputs()
-    from deepdive import artifacts
+    from compilewatch.deepdive import artifacts
 
     with tempfile.TemporaryDirectory(prefix="cw-bench-deep-") as tmp:
         t_without, s_without = _ingest(paths, Path(tmp) / "without" / "cw.duckdb", False)

@@ -54,8 +54,8 @@ def main(argv=None) -> int:
 
     import torch
 
-    from collectors import hooks
-    from collectors.models import build, split_call
+    from compilewatch.collectors import hooks
+    from compilewatch.collectors.models import build, split_call
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     cuda = device == "cuda"

@@ -6,7 +6,7 @@ store beside it), on the same real bundles.
 Inputs: the collector bundles in sample_logs/cpu-torch2.13/ (real CPU torch.compile runs), each
 unpacked and re-sent under --bundles / 7 new run ids (a rerun of the same job: every file is stored
 again for its new run). Each measurement starts from an empty store (a fresh catalog database in a
-local PostgreSQL from ingest/pglocal.py, started here); the bundles are split between K
+local PostgreSQL from store/pglocal.py, started here); the bundles are split between K
 `compilewatch ingest` processes started together. Printed per K: wall time, bundles/s, files/s,
 MB/s, CPU seconds used per wall second by the workers (2.0 means both cores of this machine busy
 with our work) and the load average: together they say whether our CPU, the machine's other users or
@@ -30,8 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ingest.pglocal import LocalPostgres  # noqa: E402
-from ingest.store import open_store  # noqa: E402
+from compilewatch.store import open_store  # noqa: E402
+from compilewatch.store.pglocal import LocalPostgres  # noqa: E402
 
 SAMPLES = ROOT / "sample_logs" / "cpu-torch2.13"
 

@@ -36,7 +36,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 MAIN = ROOT / "app" / "main.py"
@@ -52,11 +51,11 @@ query_times: dict[str, list[tuple[str, float]]] = defaultdict(list)
 def instrument_queries() -> list[str]:
     """Wrap every public function of app.queries.* with a timer, in place, before the app imports
     them (ui.load resolves "module:name" at call time, so the wrapper is what runs)."""
-    import app.queries as pkg
+    import compilewatch.app.queries as pkg
 
     wrapped = []
     for info in pkgutil.iter_modules(pkg.__path__):
-        mod = importlib.import_module(f"app.queries.{info.name}")
+        mod = importlib.import_module(f"compilewatch.app.queries.{info.name}")
         for name, fn in inspect.getmembers(mod, inspect.isfunction):
             if fn.__module__ != mod.__name__ or name.startswith("_") or getattr(fn, "_bench_wrapped", False):
                 continue
@@ -197,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=120, help="per render, seconds")
     ap.add_argument("--only", help="substring of a page path: measure only those pages")
     args = ap.parse_args(argv)
-    from ingest.lake import is_lake
-    from ingest.store import open_store
+    from compilewatch.store import is_lake, open_store
 
     lake = is_lake(args.db)
     if not lake and not Path(args.db).exists():

@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     p.add_argument("--quiet", action="store_true", help="don't echo the children's output")
     args = p.parse_args(argv)
 
-    from collectors.bench import run_bench
+    from compilewatch.collectors.bench import run_bench
 
     rows = run_bench(models=args.models.split(","), modes=args.modes.split(","),
                      task="infer" if args.infer else "train", steps=args.steps, warmup=args.warmup,

@@ -10,6 +10,9 @@ export PYTHONUNBUFFERED=1
 PART=${1:-1}
 OUT=${OUT:-/tmp/cw-out}
 W=/tmp/cw-$PART
+# The GPU host has torch but no compilewatch: install this tree (no dependencies; the collector needs none).
+python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/cw-site . || exit 1
+export PYTHONPATH=/tmp/cw-site
 mkdir -p "$OUT" "$W"
 T0=$(date +%s)
 LOG="$OUT/run$PART.log"
@@ -43,10 +46,10 @@ elif [ "$PART" = 2 ]; then
       --steps 30 --warmup 5 --repeats 1 --timeout 40 --out "$W/ma" --summary "$W/speedups_ma.json" --quiet 2>&1 | quiet | tee -a "$LOG"
 elif [ "$PART" = 4 ]; then
   # a team's own loop under `collect` (hooks injected through sitecustomize), and one stopped by --timeout
-  timeout 150 python3 -m collectors collect --model resnet50 --label example --out "$W/collect" -- \
-      python3 -m collectors.examples.train_loop --model resnet50 --steps 100 2>&1 | quiet | tail -5 | tee -a "$LOG"
-  timeout 100 python3 -m collectors collect --model gpt2 --label example-timeout --timeout 45 --out "$W/collect" -- \
-      python3 -m collectors.examples.train_loop --model gpt2 --steps 100000 2>&1 | quiet | tail -5 | tee -a "$LOG"
+  timeout 150 python3 -m compilewatch collect --model resnet50 --label example --out "$W/collect" -- \
+      python3 -m compilewatch.collectors.examples.train_loop --model resnet50 --steps 100 2>&1 | quiet | tail -5 | tee -a "$LOG"
+  timeout 100 python3 -m compilewatch collect --model gpt2 --label example-timeout --timeout 45 --out "$W/collect" -- \
+      python3 -m compilewatch.collectors.examples.train_loop --model gpt2 --steps 100000 2>&1 | quiet | tail -5 | tee -a "$LOG"
   timeout $(left x 400) python3 benchmarks/bench_speedups.py \
       --models mlp,item_branch,print_forward,changing_constant,varying_batch,varying_seqlen,dynamic_shapes \
       --modes default --train --steps 20 --warmup 3 --repeats 1 --timeout 90 --budget $(left x 380) \

@@ -27,8 +27,8 @@ FIXTURES = REPO / "tests" / "fixtures" / "text"
 
 CHILD = r"""
 import json, resource, sys, time
-from ingest.text import parse_text
-from ingest.records import CountingSink
+from compilewatch.ingest.text import parse_text
+from compilewatch.ingest.records import CountingSink
 
 path = sys.argv[1]
 sink = CountingSink()

@@ -33,8 +33,8 @@ TLPARSE = REPO / ".venv" / "bin" / "tlparse"
 
 CHILD = r"""
 import json, sys, time
-from ingest.trace import parse_trace
-from ingest.records import CountingSink
+from compilewatch.ingest.trace import parse_trace
+from compilewatch.ingest.records import CountingSink
 
 sink = CountingSink()
 t = time.perf_counter()

@@ -66,11 +66,11 @@ def counts(db: Path) -> dict[str, int]:
 
 
 def fresh_db(work: Path, name: str) -> Path:
-    from ingest.store import Store
+    from compilewatch.store import open_store
 
     db = work / name / "compilewatch.duckdb"
     shutil.rmtree(db.parent, ignore_errors=True)
-    Store.open(db)
+    open_store(db)
     return db
 
 

@@ -47,8 +47,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ingest.derived import refresh_all  # noqa: E402
-from ingest.store import Store  # noqa: E402
+from compilewatch.store import open_store  # noqa: E402
+from compilewatch.store.derived import refresh_all  # noqa: E402
 
 TEMPLATE_DIR = ROOT / "benchmarks" / "templates"
 PUBLIC_LOGS = ROOT.parent / "shared" / "public_logs" / "tlparse"
@@ -169,7 +169,7 @@ def _classify(paths, text: list[Path], trace: list[Path]) -> None:
 def _log_files(unpack_dir: Path) -> tuple[list[Path], list[Path]]:
     """(TORCH_LOGS files, TORCH_TRACE files) of every real log we have; collector bundles
     (sample_logs/**/*.tar.gz) are unpacked into unpack_dir first."""
-    from ingest.bundle import extract_archive, is_archive
+    from compilewatch.ingest.bundle import extract_archive, is_archive
 
     text, trace = sorted(TEMPLATE_DIR.glob("*.txt")), []
     for base in (ROOT / "sample_logs", ROOT / "tests" / "fixtures"):
@@ -194,18 +194,18 @@ def parsed_templates() -> tuple[list[dict], list[str], list[str], bool]:
     text parser took part), parsed from real logs with compilewatch's own parsers."""
     parsers = []
     try:
-        from ingest.text import parse_text
+        from compilewatch.ingest.text import parse_text
         parsers.append(("text", parse_text))
     except ImportError:
         pass
     try:
-        from ingest.trace import parse_trace
+        from compilewatch.ingest.trace import parse_trace
         parsers.append(("trace", parse_trace))
     except ImportError:
         pass
     if not parsers:
         return [], [], [], False
-    from ingest.records import CollectingSink
+    from compilewatch.ingest.records import CollectingSink
 
     unpack = tempfile.TemporaryDirectory(prefix="cw-templates-")
     text_files, trace_files = _log_files(Path(unpack.name))
@@ -229,7 +229,7 @@ def parsed_templates() -> tuple[list[dict], list[str], list[str], bool]:
 
 
 def load_templates() -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    from ingest.normalize import classify_guard_failure, normalize_reason, strip_entry_prefix
+    from compilewatch.ingest.normalize import classify_guard_failure, normalize_reason, strip_entry_prefix
 
     gb_rows, guard_raws, used, text_parsed = parsed_templates()
     gbs: dict[tuple, dict] = {}
@@ -303,7 +303,7 @@ def _records(df: pd.DataFrame) -> list[dict]:
 def build_sites(gb_df: pd.DataFrame, guard_df: pd.DataFrame, seed: int, days: int):
     """Per model: graph-break sites (template + user code location + life cycle) and recompiling
     functions (guard template + storm propensity)."""
-    from ingest.normalize import classify_guard_failure, graph_break_key, normalize_reason
+    from compilewatch.ingest.normalize import classify_guard_failure, graph_break_key, normalize_reason
 
     n_versions = len(TORCH_VERSIONS) + 1
     sites, funcs = [], []
@@ -639,7 +639,7 @@ def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int
     models, hosts, versions = dims(seed, end, days)
     start = (end - timedelta(days=days)).replace(hour=0, minute=0, second=0, microsecond=0)
 
-    store = Store.open(db)
+    store = open_store(db)
     fmt = dict(seed=seed, runs=runs, days=days, start=start.strftime("%Y-%m-%d %H:%M:%S"),
                n_hosts=len(hosts), nightly=NIGHTLY)
     with store.write() as con:
@@ -747,11 +747,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def copy_to_lake(db: Path, lake: str, data_path: str | None) -> int:
-    from ingest.copy import copy_store
-    from ingest.store import open_store
+    from compilewatch.store import open_store
+    from compilewatch.store.copy import copy_store
 
     t = time.perf_counter()
-    result = copy_store(Store.open(db), open_store(lake, data_path))
+    result = copy_store(open_store(db), open_store(lake, data_path))
     rows = sum(a for a, _ in result["tables"].values())
     bad = {k: v for k, v in result["tables"].items() if v[0] != v[1]}
     print(f"copied {rows:,} rows into {lake} in {time.perf_counter() - t:.1f} s" + (f"; DIFFER: {bad}" if bad else ""))

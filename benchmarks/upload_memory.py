@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=150)
     args = ap.parse_args(argv)
-    from ingest.store import Store
+    from compilewatch.store import open_store
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
                 out.write(body)
         size = big.stat().st_size / 2**20
         db = tmp / "store" / "cw.duckdb"
-        Store.open(db)
+        open_store(db)
         with dashboard_server(db) as url, chromium_page(timeout_ms=600_000) as page:
             page.goto(url + "/upload")
             wait_for_app_idle(page, 120_000)

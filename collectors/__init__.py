@@ -2,4 +2,4 @@
 the eager-vs-compiled benchmark, and write bundles that ingest reads. Importing this package does
 not import torch; only the code that runs models does."""
 
-from .version import __version__  # noqa: F401
+from compilewatch.collectors.version import __version__  # noqa: F401

@@ -1,6 +1,6 @@
 """`compilewatch bench`: eager vs torch.compile for built-in models and modes, one bundle each.
 
-Each (model, mode, repeat) runs `python -m collectors.bench_worker` under `collect`, so its bundle
+Each (model, mode, repeat) runs `python -m compilewatch.collectors.bench_worker` under `collect`, so its bundle
 holds the compile's TORCH_LOGS text, TORCH_TRACE, timings.json and a one-row bench.csv; every row
 is also appended to <out>/bench.csv. Separate processes keep one mode's compile caches and dynamo
 state out of the next one's figures; --repeats gives run-to-run spread.
@@ -14,11 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from .version import __version__
-from .bench_worker import CSV_COLUMNS
-from .collect import archive_bundle, collect
-from .errors import CollectError, ModelUnavailableError, OutputNotWritableError, TorchMissingError
-from .models import get_spec
+from compilewatch.collectors.bench_worker import CSV_COLUMNS
+from compilewatch.collectors.collect import archive_bundle, collect
+from compilewatch.collectors.models import get_spec
+from compilewatch.collectors.version import __version__
+from compilewatch.core.errors import CollectError, ModelUnavailableError, OutputNotWritableError, TorchMissingError
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +64,7 @@ def run_bench(models, modes=("default",), task="train", steps=20, warmup=3, devi
                     print(f"compilewatch bench: budget of {budget_s:.0f} s spent, skipping {model} {mode} run {rep + 1}",
                           file=sys.stderr)
                     continue
-                cmd = [sys.executable, "-m", "collectors.bench_worker", "--model", model, "--mode", mode,
+                cmd = [sys.executable, "-m", "compilewatch.collectors.bench_worker", "--model", model, "--mode", mode,
                        "--task", task, "--steps", str(steps), "--warmup", str(warmup)]
                 if device:
                     cmd += ["--device", device]

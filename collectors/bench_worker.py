@@ -39,13 +39,13 @@ def percentile(vals, q):
 
 def _compile_fn():
     import torch
-    hooks = sys.modules.get("collectors.hooks")
+    hooks = sys.modules.get("compilewatch.collectors.hooks")
     # Time with our own events, not the hooks' wrapper, so nothing is timed twice.
     return getattr(hooks, "ORIGINAL_COMPILE", None) or torch.compile
 
 
 def make_step(torch, wl, model, batches, task, amp, device):
-    from .models import split_call
+    from compilewatch.collectors.models import split_call
     train = task == "train"
     model.train(train)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9) if train else None
@@ -114,7 +114,7 @@ def count_recompiles(utils) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m collectors.bench_worker")
+    p = argparse.ArgumentParser(prog="python -m compilewatch.collectors.bench_worker")
     p.add_argument("--model", required=True)
     p.add_argument("--mode", default="default")
     p.add_argument("--task", choices=("train", "infer"), default="train")
@@ -129,9 +129,9 @@ def main(argv=None) -> int:
     import torch
     from torch._dynamo import utils as dyn_utils
 
-    from . import hooks
-    from .hooks import RECORDER
-    from .models import build
+    from compilewatch.collectors import hooks
+    from compilewatch.collectors.hooks import RECORDER
+    from compilewatch.collectors.models import build
 
     # This worker steps an eager and then a compiled model, each with its own optimizer, and times
     # its own steps: an iteration period across both would describe neither.

@@ -26,11 +26,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest.bundle import TIMINGS, TORCH_LOGS, TRACE_DIR, Manifest, write_manifest
-
-from .version import __version__
-from .env import environment, looks_like_python, utc_now
-from .errors import CommandNotFoundError, OutputNotWritableError, TorchMissingError
+from compilewatch.collectors.env import environment, looks_like_python, utc_now
+from compilewatch.collectors.version import __version__
+from compilewatch.core.errors import CommandNotFoundError, OutputNotWritableError, TorchMissingError
+from compilewatch.ingest.bundle import TIMINGS, TORCH_LOGS, TRACE_DIR, Manifest, write_manifest
 
 DEFAULT_LOGS = ("graph_breaks", "recompiles", "perf_hints")
 DEFAULT_OUT = ".compilewatch/bundles"

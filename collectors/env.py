@@ -11,7 +11,7 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 
-from .hooks import cpu_model
+from compilewatch.collectors.hooks import cpu_model
 
 
 def utc_now() -> str:

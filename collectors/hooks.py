@@ -3,7 +3,7 @@
 Loaded into a wrapped command's Python process by ``collectors/_inject/sitecustomize.py`` (which
 patches ``torch.compile`` and ``nn.Module.compile`` once torch is imported), or used directly::
 
-    from collectors.hooks import step
+    from compilewatch.collectors.hooks import step
     for batch in loader:
         with step():
             train_step(batch)

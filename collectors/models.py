@@ -13,7 +13,7 @@ import importlib.util
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .errors import ModelUnavailableError, UnknownModelError
+from compilewatch.core.errors import ModelUnavailableError, UnknownModelError
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """`python -m compilewatch ...`, the same as the `compilewatch` console script."""
 import sys
 
-from .cli import main
+from compilewatch.cli import main
 
 sys.exit(main())

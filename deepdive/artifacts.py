@@ -9,7 +9,7 @@ import json
 import zlib
 from dataclasses import dataclass
 
-from .errors import NotFoundError
+from compilewatch.core.errors import NotFoundError
 
 # What a reader calls each kind, in the order tlparse lists a compile's outputs.
 TITLES = {

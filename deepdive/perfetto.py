@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from .errors import NotFoundError
+from compilewatch.core.errors import NotFoundError
 
 HOOKS_PID = 1_000_000  # a process id of its own for the hooks' steps, apart from the ranks
 _STEP_PLACEMENT = "back to back: the timing hooks record durations, not start times"

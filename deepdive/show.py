@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from . import artifacts, stack_trie
-from .errors import NotFoundError
+from compilewatch.core.errors import NotFoundError
+from compilewatch.deepdive import artifacts, stack_trie
 
 
 def _run(con, run_id: str) -> dict:

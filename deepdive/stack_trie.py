@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from . import artifacts
+from compilewatch.deepdive import artifacts
 
 _ATTEMPT = re.compile(r"_\d+$")
 

@@ -25,9 +25,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from compilewatch import settings
-
-from .errors import InputError
+from compilewatch.core import settings
+from compilewatch.core.errors import InputError
 
 SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 _CHUNK = 1 << 20

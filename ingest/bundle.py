@@ -18,8 +18,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from . import archives
-from .errors import BundleError
+from compilewatch.core.errors import BundleError
+from compilewatch.ingest import archives
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import PARSER_VERSION
-from .derived import refresh_run
-from .records import EVENT_TABLES
-from .staging import StagingSink
+from compilewatch.ingest import PARSER_VERSION
+from compilewatch.ingest.records import EVENT_TABLES
+from compilewatch.ingest.staging import StagingSink
+from compilewatch.store.derived import refresh_run
 
 
 @dataclass

@@ -18,10 +18,10 @@ import re
 import time
 from pathlib import Path
 
-from . import bundle as bundle_mod
-from . import scratch
-from .loader import ingest_paths
-from .report import FileResult, IngestReport
+from compilewatch.ingest import bundle as bundle_mod
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.ingest.results import FileResult, IngestReport
+from compilewatch.store import scratch
 
 _SKIP_SUFFIXES = (".tmp", ".part", ".error.txt")
 

@@ -20,14 +20,14 @@ from typing import Callable
 
 import duckdb
 
-from . import detect
-from .commit import FileRow, run_fields, store_file, stored_run
-from .errors import StoreError
-from .parsing import Stop, parse_into, refusal
-from .report import DUPLICATE, FAILED, PARTIAL, SKIPPED, STORED, FileResult, IngestReport
-from .staging import StagingSink
-from .store import publish_raw, stage_raw
-from .units import TEXT_BESIDE_TRACE, Unit, expand, resolve_kind
+from compilewatch.core.errors import StoreError
+from compilewatch.ingest import file_kind as detect
+from compilewatch.ingest.commit import FileRow, run_fields, store_file, stored_run
+from compilewatch.ingest.parsing import Stop, parse_into, refusal
+from compilewatch.ingest.results import DUPLICATE, FAILED, PARTIAL, SKIPPED, STORED, FileResult, IngestReport
+from compilewatch.ingest.staging import StagingSink
+from compilewatch.ingest.units import TEXT_BESIDE_TRACE, Unit, expand, resolve_kind
+from compilewatch.store.files import publish_raw, stage_raw
 
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, current file name)
 DUPLICATE_NOTE = "already stored (same sha256)"

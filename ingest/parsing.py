@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import detect
-from .records import EVENT_TABLES
-from .units import Unit
+from compilewatch.ingest import file_kind as detect
+from compilewatch.ingest.records import EVENT_TABLES
+from compilewatch.ingest.units import Unit
 
 LINE_KINDS = (detect.TORCH_TRACE, detect.TORCH_LOGS)
 NOT_A_LOG = "not a log: no torch.compile log record, trace record, benchmark row or timing in it"
@@ -26,16 +26,16 @@ def parser_for(kind: str):
     """kind -> parse(stream, sink), or None for a kind with nothing to parse (a manifest).
     Imported lazily: each parser is its own module."""
     if kind == detect.TORCH_TRACE:
-        from .trace import parse_trace
+        from compilewatch.ingest.trace import parse_trace
         return parse_trace
     if kind == detect.TORCH_LOGS:
-        from .text import parse_text
+        from compilewatch.ingest.text import parse_text
         return parse_text
     if kind == detect.BENCH_CSV:
-        from .bench_csv import parse_bench_csv
+        from compilewatch.ingest.bench_csv import parse_bench_csv
         return parse_bench_csv
     if kind == detect.TIMINGS:
-        from .timings import parse_timings
+        from compilewatch.ingest.timings import parse_timings
         return parse_timings
     return None
 

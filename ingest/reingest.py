@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from . import PARSER_VERSION, detect
-from .commit import FileRow, store_file
-from .parsing import parse_into
-from .staging import StagingSink
-from .units import Unit, counts_events
+from compilewatch.ingest import PARSER_VERSION
+from compilewatch.ingest import file_kind as detect
+from compilewatch.ingest.commit import FileRow, store_file
+from compilewatch.ingest.parsing import parse_into
+from compilewatch.ingest.staging import StagingSink
+from compilewatch.ingest.units import Unit, counts_events
 
 
 def reingest(store, all_files: bool = False) -> int:

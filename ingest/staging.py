@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from .jsonfast import dumps_line, loads
+from compilewatch.ingest.jsonfast import dumps_line, loads
 
 _columns_cache: dict[str, list[tuple[str, str]]] = {}
 

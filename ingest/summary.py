@@ -6,9 +6,9 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from . import detect
-from .parsing import parse_into, refusal
-from .units import TEXT_BESIDE_TRACE, expand, resolve_kind
+from compilewatch.ingest import file_kind as detect
+from compilewatch.ingest.parsing import parse_into, refusal
+from compilewatch.ingest.units import TEXT_BESIDE_TRACE, expand, resolve_kind
 
 
 class SummarySink:

@@ -13,11 +13,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
-from . import archives
-from . import bundle as bundle_mod
-from . import detect
-from .errors import InputError
-from .report import FAILED, FileResult
+from compilewatch.core.errors import InputError
+from compilewatch.ingest import archives
+from compilewatch.ingest import bundle as bundle_mod
+from compilewatch.ingest import file_kind as detect
+from compilewatch.ingest.results import FAILED, FileResult
 
 ROLE_KIND = {"torch_logs": detect.TORCH_LOGS, "torch_trace": detect.TORCH_TRACE, "timings": detect.TIMINGS,
              "timings_ranks": detect.TIMINGS, "bench": detect.BENCH_CSV, "manifest": detect.MANIFEST}

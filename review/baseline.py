@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from .errors import SpecError
+from compilewatch.core.errors import SpecError
 
 KEYS = ("label", "torch", "commit", "run", "hardware", "model")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([hdw])\s*$", re.I)

@@ -20,9 +20,10 @@ import numpy as np
 import ruptures
 from scipy import stats
 
-from .detect import RunValue, Side, _ratio_out, _pct
-from .metrics import fmt, metric as metric_of
-from .rules import Rules
+from compilewatch.review.metrics import fmt
+from compilewatch.review.metrics import metric as metric_of
+from compilewatch.review.regressions import RunValue, Side, _pct, _ratio_out
+from compilewatch.review.rules import Rules
 
 ATTRIBUTES = (("torch_version", "torch"), ("git_commit", "commit"), ("label", "label"))
 

@@ -3,17 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.errors import InputError
-
-from .baseline import parse_since, parse_spec
-from .errors import SpecError
-from .rules import Rules, pinned_baseline
-from .weekly import Review, review
+from compilewatch.core.errors import InputError, SpecError
+from compilewatch.review.baseline import parse_since, parse_spec
+from compilewatch.review.rules import Rules, pinned_baseline
+from compilewatch.review.weekly import Review, review
 
 
 def ingest_candidate(store, paths: list[str]) -> list[str]:
     """Ingest bundle/log paths into the store first; their run ids (stored now or before) are the candidate."""
-    from ingest.loader import ingest_paths
+    from compilewatch.ingest.loader import ingest_paths
 
     missing = [p for p in paths if not Path(p).exists()]
     if missing:

@@ -10,11 +10,11 @@ from datetime import datetime, timezone
 import altair as alt
 import pandas as pd
 
-from compilewatch import safetext
-
-from .detect import IMPROVEMENT, REGRESSION, SUSPICIOUS, Verdict
-from .metrics import fmt, metric as metric_of
-from .weekly import Review
+from compilewatch.core import safetext
+from compilewatch.review.metrics import fmt
+from compilewatch.review.metrics import metric as metric_of
+from compilewatch.review.regressions import IMPROVEMENT, REGRESSION, SUSPICIOUS, Verdict
+from compilewatch.review.weekly import Review
 
 MAX_CHARTS = 40
 _STATUS_WORD = {REGRESSION: "Regression", SUSPICIOUS: "Suspicious", IMPROVEMENT: "Improvement"}
@@ -233,5 +233,5 @@ def render(r: Review, path_or_format: str) -> str:
         return to_html(r)
     if p.endswith((".md", ".markdown")) or p == "md":
         return to_markdown(r)
-    from .errors import SpecError
+    from compilewatch.core.errors import SpecError
     raise SpecError(f"cannot tell the report format from '{path_or_format}'", "name the file *.html or *.md")

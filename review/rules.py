@@ -1,7 +1,7 @@
 """The detection's knobs, one named field each (after PyTorch's HUD and apache/otava's analysis).
 
 The values and their help texts are declared once, in the settings table
-(``compilewatch/settings.py``, ``review_<field>``): ``Rules()`` holds their defaults,
+(``core/settings.py``, ``review_<field>``): ``Rules()`` holds their defaults,
 ``Rules.from_settings()`` what the environment (or the dashboard's secrets) sets, so the CLI, the
 report and the dashboard judge alike. Defaults follow PyTorch's own dashboard: baseline median;
 speedup below 0.95x, compile time above 1.15x, step / iteration time and peak memory above 1.05x
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from compilewatch import settings
+from compilewatch.core import settings
 
 PREFIX = "review_"
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 # A run's time: when it started, or when it was ingested for loose logs that do not say.
 RUN_TIME = "coalesce(r.started_at, r.ingested_at)"
-# The hardware key ingest derives for every run (ingest/hardware.py); a run it could not tell is
+# The hardware key ingest derives for every run (store/hardware.py); a run it could not tell is
 # "unknown", a group of its own.
 HARDWARE = "coalesce(r.hardware, 'unknown')"
 
@@ -61,7 +61,7 @@ METRIC_COLUMNS = ["run_id", "metric", "subject", "value", "unit", "direction", "
 
 def run_values(con, run_ids) -> pd.DataFrame:
     """Long form: run_id, metric, subject, value, unit, direction, n, spread, source for the runs,
-    from run_metrics (derived by ingest from every source, ingest/run_metrics.py)."""
+    from run_metrics (derived by ingest from every source, store/run_metrics.py)."""
     if not len(run_ids):
         return pd.DataFrame(columns=METRIC_COLUMNS)
     return df(con, "SELECT run_id, metric, coalesce(subject, '') AS subject, value, unit, direction, n, spread, "

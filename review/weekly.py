@@ -9,14 +9,24 @@ from pathlib import PurePath
 
 import pandas as pd
 
-from . import series as S
-from .baseline import Sides, Spec, Window, resolve_sides, spec_where, window_where
-from .changepoints import ChangePoint, change_points
-from .detect import (IMPROVEMENT, INSUFFICIENT, REGRESSION, SUSPICIOUS, UNCHANGED, Evidence, RunValue, Verdict,
-                     judge_new_keys, judge_values)
-from .hints import LIMIT_HINT, guard_hint
-from .metrics import METRICS
-from .rules import Rules
+from compilewatch.review import series as S
+from compilewatch.review.baseline import Sides, Spec, Window, resolve_sides, spec_where, window_where
+from compilewatch.review.changepoints import ChangePoint, change_points
+from compilewatch.review.hints import LIMIT_HINT, guard_hint
+from compilewatch.review.metrics import METRICS
+from compilewatch.review.regressions import (
+    IMPROVEMENT,
+    INSUFFICIENT,
+    REGRESSION,
+    SUSPICIOUS,
+    UNCHANGED,
+    Evidence,
+    RunValue,
+    Verdict,
+    judge_new_keys,
+    judge_values,
+)
+from compilewatch.review.rules import Rules
 
 GATED = [name for name, m in METRICS.items() if m.kind != "info"]
 
@@ -430,7 +440,8 @@ def _attach_runs(verdicts: list[Verdict], groups: dict, run_rec: dict) -> None:
     """Key verdicts carry their runs (value 1 where the key was seen) like value verdicts do, for the
     JSON, and the command that reproduces a run that had it."""
     import dataclasses
-    from .detect import Side
+
+    from compilewatch.review.regressions import Side
     for i, v in enumerate(verdicts):
         if v.baseline is not None or not v.kind:
             continue

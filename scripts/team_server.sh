@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "stop" ]; then
-    exec .venv/bin/python -m ingest.pglocal stop "${2:-.compilewatch-team}/postgres"
+    exec .venv/bin/python -m compilewatch.store.pglocal stop "${2:-.compilewatch-team}/postgres"
 fi
 DIR=${1:-.compilewatch-team}
 shift || true
@@ -22,7 +22,7 @@ if ! ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1; then
 fi
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
-export COMPILEWATCH_DB=$(.venv/bin/python -m ingest.pglocal start "$DIR/postgres")
+export COMPILEWATCH_DB=$(.venv/bin/python -m compilewatch.store.pglocal start "$DIR/postgres")
 export COMPILEWATCH_DATA_PATH="$DIR/data"
 echo "team store running; point other shells at it with:"
 echo "  export COMPILEWATCH_DB='$COMPILEWATCH_DB'"

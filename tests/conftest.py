@@ -18,8 +18,8 @@ def public_logs() -> Path:
 
 @pytest.fixture
 def store(tmp_path):
-    from ingest.store import Store
-    return Store.open(tmp_path / "store" / "cw.duckdb")
+    from compilewatch.store import open_store
+    return open_store(tmp_path / "store" / "cw.duckdb")
 
 
 @pytest.fixture(scope="session")
@@ -29,8 +29,8 @@ def postgres():
     import shutil
     import tempfile
 
-    from ingest.errors import StoreError
-    from ingest.pglocal import LocalPostgres, bin_dir
+    from compilewatch.core.errors import StoreError
+    from compilewatch.store.pglocal import LocalPostgres, bin_dir
     try:
         bin_dir()
     except StoreError as e:
@@ -54,7 +54,7 @@ def lake_spec(postgres, request):
 
 @pytest.fixture
 def lake_store(lake_spec, tmp_path):
-    from ingest.store import open_store
+    from compilewatch.store import open_store
     s = open_store(lake_spec, tmp_path / "lake-data")
     yield s
     s.close()

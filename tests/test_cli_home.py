@@ -1,5 +1,5 @@
-"""The command line's home: `compilewatch`, `python -m compilewatch` and `python -m collectors` all
-start; a command is one registered function; the dashboard's Streamlit options are stated once."""
+"""The command line's home: `compilewatch` and `python -m compilewatch` (with `collect` among its
+commands) start; a command is one registered function; the dashboard's Streamlit options are stated once."""
 from __future__ import annotations
 
 import subprocess
@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from compilewatch import cli, settings
+from compilewatch import cli
+from compilewatch.core import settings
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("argv", [[sys.executable, "-m", "compilewatch", "--help"],
                                   [str(Path(sys.executable).parent / "compilewatch"), "--help"],
-                                  [sys.executable, "-m", "collectors", "collect", "--help"]])
+                                  [sys.executable, "-m", "compilewatch", "collect", "--help"]])
 def test_entry_points_start(argv, tmp_path):
     if not Path(argv[0]).exists():
         pytest.skip(f"{argv[0]} not installed")
@@ -72,7 +73,7 @@ def test_settings_resolve_env_then_secrets_then_default(monkeypatch):
 
 
 def test_streamlit_options_are_the_same_for_both_ways_of_starting():
-    from app import server
+    from compilewatch.app import server
 
     tomllib = pytest.importorskip("tomllib")
     with open(REPO / ".streamlit" / "config.toml", "rb") as f:

@@ -13,7 +13,7 @@ def test_every_subcommand_is_in_the_readme():
 
 
 def test_settings_are_documented():
-    from compilewatch.settings import SETTINGS
+    from compilewatch.core.settings import SETTINGS
     for name in (s.env for s in SETTINGS):
         assert name in README, name
     assert README.index("scripts/dashboard.sh") < 600 and README.index("scripts/test.sh") < 600

@@ -5,8 +5,8 @@ from datetime import datetime, time, timedelta
 
 import pandas as pd
 
-from app.filters import Filters
-from review.series import HARDWARE
+from compilewatch.app.filters import Filters
+from compilewatch.review.series import HARDWARE
 
 # A run's time: when it started, or when it was ingested for loose logs that do not say.
 RUN_TIME = "coalesce(r.started_at, r.ingested_at)"

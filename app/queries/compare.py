@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from app.filters import DIMENSIONS, Filters
-from app.queries.common import HARDWARE, df, geomean, runs_cte
-from app.queries.hotspots import BREAK_KEY
+from compilewatch.app.filters import DIMENSIONS, Filters
+from compilewatch.app.queries.common import HARDWARE, df, geomean, runs_cte
+from compilewatch.app.queries.hotspots import BREAK_KEY
 
 
 def mode(f: Filters) -> str:

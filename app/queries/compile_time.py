@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from app.filters import Filters
-from app.queries.common import df, runs_cte
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries.common import df, runs_cte
 
 PHASES = ("tracing", "AOT", "Inductor", "autotuning")
 

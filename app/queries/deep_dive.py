@@ -7,9 +7,9 @@ import json
 
 import pandas as pd
 
-from app.filters import Filters
-from app.queries.common import df
-from deepdive import artifacts, stack_trie
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries.common import df
+from compilewatch.deepdive import artifacts, stack_trie
 
 
 def artifact_list(con, f: Filters) -> pd.DataFrame:

@@ -5,8 +5,8 @@ from datetime import date, datetime, time, timedelta
 
 import pandas as pd
 
-from app.filters import Filters
-from app.queries.common import df, runs_cte
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries.common import df, runs_cte
 
 # The grouping key; parsers fill break_key, the fallback keeps rows from an older parser grouped too.
 BREAK_KEY = ("coalesce(gb.break_key, concat_ws(' | ', gb.gb_type, gb.reason_norm, "

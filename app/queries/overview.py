@@ -5,8 +5,8 @@ from datetime import datetime, time
 
 import pandas as pd
 
-from app.filters import Filters
-from app.queries.common import RUN_TIME, df, geomean, run_where
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries.common import RUN_TIME, df, geomean, run_where
 
 # metric -> (label, which direction is better, unit)
 METRICS = {

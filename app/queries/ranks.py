@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from app.filters import Filters
-from app.queries.common import df
-from deepdive import artifacts
-from ingest.errors import CompileWatchError
-from ingest.rank_names import RANK_IN_NAME
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries.common import df
+from compilewatch.core.errors import CompileWatchError
+from compilewatch.deepdive import artifacts
+from compilewatch.ingest.rank_names import RANK_IN_NAME
 
 # The run's files with the rank their name gives; every per-rank query starts here.
 _FILES = """fr AS (

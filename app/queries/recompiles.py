@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from app.filters import Filters
-from review.hints import guard_hint
-from app.queries.common import df, runs_cte
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries.common import df, runs_cte
+from compilewatch.review.hints import guard_hint
 
 # A storm: the recompile limit was hit, or one function recompiled at least MANY times in a run
 # (torch's default recompile_limit is 8), or BURST recompiles landed within one minute.

@@ -6,12 +6,12 @@ from datetime import datetime, time, timedelta
 
 import pandas as pd
 
-from app.filters import Filters
-from app.queries.common import df, run_where
-from review.baseline import Window, parse_spec
-from review.detect import Verdict
-from review.rules import Rules, pinned_baseline
-from review.weekly import Review, review
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries.common import df, run_where
+from compilewatch.review.baseline import Window, parse_spec
+from compilewatch.review.regressions import Verdict
+from compilewatch.review.rules import Rules, pinned_baseline
+from compilewatch.review.weekly import Review, review
 
 COLUMNS = ["status", "model", "hardware", "metric", "subject", "change", "summary", "evidence", "command",
            "baseline_run", "candidate_run", "break_key", "function"]
@@ -76,5 +76,5 @@ def verdicts(con, f: Filters) -> pd.DataFrame:
 
 def report_html(con, f: Filters) -> pd.DataFrame:
     """The HTML report of this view, change points included, one cell (the cache stores DataFrames)."""
-    from review.report import to_html
+    from compilewatch.review.report import to_html
     return pd.DataFrame({"html": [to_html(weekly(con, f, with_changepoints=True))]})

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from app.filters import Filters
-from app.queries.common import RUN_TIME, df, runs_cte
-from app.queries.hotspots import BREAK_KEY
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries.common import RUN_TIME, df, runs_cte
+from compilewatch.app.queries.hotspots import BREAK_KEY
 
 
 def runs_list(con, f: Filters) -> pd.DataFrame:

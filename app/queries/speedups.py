@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from app.filters import DIMENSIONS, Filters
-from app.queries.common import df, geomean, per_hardware, runs_cte
+from compilewatch.app.filters import DIMENSIONS, Filters
+from compilewatch.app.queries.common import df, geomean, per_hardware, runs_cte
 
 # bench rows may name their own model (one CSV, many models); the run's model is the fallback.
 _BENCH = """

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from app.filters import Filters
-from app.queries.common import df
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries.common import df
 
 
 def recent_files(con, f: Filters) -> pd.DataFrame:

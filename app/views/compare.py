@@ -1,9 +1,9 @@
 """Compare two runs or two versions: new and fixed breaks, recompile deltas, speedup delta."""
 import streamlit as st
 
-from app import ui
-from app.filters import DIMENSIONS, from_params
-from app.queries import compare, run_detail, speedups
+from compilewatch.app import ui
+from compilewatch.app.filters import DIMENSIONS, from_params
+from compilewatch.app.queries import compare, run_detail, speedups
 
 f = ui.page("Compare", default_days=90)
 url = from_params(ui.url_params())

@@ -3,9 +3,9 @@ in which phase, across models and torch versions; and per compiled callable, its
 compile cost and, with an eager baseline, the steps before compiling paid for itself."""
 import streamlit as st
 
-from app import charts, ui
-from app.filters import from_params
-from app.queries import compile_time
+from compilewatch.app import charts, ui
+from compilewatch.app.filters import from_params
+from compilewatch.app.queries import compile_time
 
 f = ui.page("Compile time", default_days=30)
 url = from_params(ui.url_params())

@@ -2,10 +2,10 @@
 import pandas as pd
 import streamlit as st
 
-from app import charts, ui
-from app.filters import from_params
-from app.queries import hotspots
-from deepdive import gb_registry
+from compilewatch.app import charts, ui
+from compilewatch.app.filters import from_params
+from compilewatch.app.queries import hotspots
+from compilewatch.deepdive import gb_registry
 
 f = ui.page("Graph-break hotspots")
 url = from_params(ui.url_params())

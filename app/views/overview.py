@@ -4,9 +4,9 @@ from pathlib import PurePath
 import pandas as pd
 import streamlit as st
 
-from app import charts, ui
-from app.queries import hotspots, overview, recompiles
-from app.queries import review as review_q
+from compilewatch.app import charts, ui
+from compilewatch.app.queries import hotspots, overview, recompiles
+from compilewatch.app.queries import review as review_q
 
 f = ui.page("Weekly review")
 prev = f.previous_window()

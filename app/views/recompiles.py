@@ -2,10 +2,10 @@
 failures ranked with a fix hint for each category."""
 import streamlit as st
 
-from app import charts, ui
-from review import hints
-from app.filters import from_params
-from app.queries import recompiles
+from compilewatch.app import charts, ui
+from compilewatch.app.filters import from_params
+from compilewatch.app.queries import recompiles
+from compilewatch.review import hints
 
 f = ui.page("Recompile storms")
 url = from_params(ui.url_params())

@@ -5,9 +5,10 @@ import json
 import pandas as pd
 import streamlit as st
 
-from app import charts, deep_dive, ui
-from app.filters import from_params
-from app.queries import ranks, run_detail
+from compilewatch.app import charts, ui
+from compilewatch.app.filters import from_params
+from compilewatch.app.queries import ranks, run_detail
+from compilewatch.app.views import deep_dive
 
 f = ui.page("Run detail", default_days=90)
 url = from_params(ui.url_params())

@@ -3,9 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from app import charts, ui
-from app.filters import DIMENSIONS, from_params
-from app.queries import overview, speedups
+from compilewatch.app import charts, ui
+from compilewatch.app.filters import DIMENSIONS, from_params
+from compilewatch.app.queries import overview, speedups
 
 f = ui.page("Speedup trends", default_days=90)
 url = from_params(ui.url_params())

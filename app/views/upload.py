@@ -7,11 +7,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app import auth, settings, ui
-from compilewatch import settings as table
-from app.filters import Filters
-from app.queries import upload
-
+from compilewatch.app import auth, ui
+from compilewatch.app import dashboard_settings as settings
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries import upload
+from compilewatch.core import settings as table
 
 
 def _total_cap_mb() -> int:
@@ -60,7 +60,7 @@ torch_version = c3.text_input("Torch version", key="up_torch", placeholder="e.g.
 go = st.button("Ingest", key="up_go", type="primary", disabled=not files, icon=":material/upload:")
 
 if go and files:
-    from ingest.loader import FileResult, ingest_paths
+    from compilewatch.ingest.loader import FileResult, ingest_paths
 
     store = ui.get_store()
     # Under the store's scratch folder, not /tmp: the store's disk is sized for logs, and what a

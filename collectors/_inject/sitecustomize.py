@@ -13,15 +13,15 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _hooks():
     try:
-        import collectors.hooks as hooks
+        import compilewatch.collectors.hooks as hooks
         return hooks
     except ImportError:
         pass
     # The child's interpreter may not have compilewatch installed: load hooks.py from our tree.
     path = os.path.join(os.path.dirname(_HERE), "hooks.py")
-    spec = importlib.util.spec_from_file_location("collectors.hooks", path)
+    spec = importlib.util.spec_from_file_location("compilewatch.collectors.hooks", path)
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["collectors.hooks"] = mod
+    sys.modules["compilewatch.collectors.hooks"] = mod
     spec.loader.exec_module(mod)
     return mod
 

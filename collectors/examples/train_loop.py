@@ -1,6 +1,6 @@
 """A plain training loop, as a team would write it, for trying `compilewatch collect` on:
 
-    compilewatch collect --model resnet50 --label example -- python -m collectors.examples.train_loop --model resnet50 --steps 100
+    compilewatch collect --model resnet50 --label example -- python -m compilewatch.collectors.examples.train_loop --model resnet50 --steps 100
 
 It knows nothing of compilewatch except the optional `step()` marker: the collector injects the
 timing hooks, TORCH_LOGS and TORCH_TRACE from outside. Models come from collectors.models.
@@ -12,7 +12,7 @@ import contextlib
 
 import torch
 
-from collectors.models import build, split_call
+from compilewatch.collectors.models import build, split_call
 
 
 def main(argv=None) -> int:
@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     model = torch.compile(wl.model, mode=args.mode, **wl.compile_kwargs)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     try:
-        from collectors.hooks import step
+        from compilewatch.collectors.hooks import step
     except ImportError:
         step = None
     n_batches = wl.distinct_batches or args.steps

@@ -9,8 +9,8 @@ are counted with ``sink.error`` and parsing goes on. Never raises on bad input.
 """
 from __future__ import annotations
 
-from .reader import RecordAssembler
-from .registry import PARSERS, parser_for
+from compilewatch.ingest.text.reader import RecordAssembler
+from compilewatch.ingest.text.registry import PARSERS, parser_for
 
 __all__ = ["parse_text", "PARSERS"]
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 
-from ..formats.graph_break import is_nested, parse_reason
-from ..normalize import graph_break_key, normalize_reason
-from .common import base_row, format_stack, frames
+from compilewatch.ingest.formats.graph_break import is_nested, parse_reason
+from compilewatch.ingest.normalize import graph_break_key, normalize_reason
+from compilewatch.ingest.text.common import base_row, format_stack, frames
 
 # the line may be unreadable ("test_x.py:N" in PyTorch's own test expectations): kept, as unknown
 _IN_USER_CODE = re.compile(r"^Graph break(?P<dup> \((?:user stack|details) suppressed[^)]*\))? in user code at (?P<file>.*):(?P<line>\w+)\s*$")

@@ -10,12 +10,11 @@
 """
 from __future__ import annotations
 
+import ast
 import re
 
-import ast
-
-from ..formats import recompile_limit
-from .common import base_row
+from compilewatch.ingest.formats import recompile_limit
+from compilewatch.ingest.text.common import base_row
 
 _HEAD = recompile_limit.TEXT_HEAD
 _FUNC = re.compile(r"^\s*function: '(?P<fn>.*)' \((?P<file>.*?)(?::(?P<line>\d+))?\)\s*$")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import calendar
 import re
 
-from ..formats import glog, recompile_limit
+from compilewatch.ingest.formats import glog, recompile_limit
 
 _GLOG = re.compile(glog.CORE + r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])?(?: \[(?P<art>__\w+)\])?(?: |$)")
 _OLD = re.compile(

@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 import re
 
-from ..normalize import classify_guard_failure
-from .common import base_row
+from compilewatch.ingest.normalize import classify_guard_failure
+from compilewatch.ingest.text.common import base_row
 
 _HEADER = re.compile(r"^Recompiling function (?P<fn>.+?) in (?P<file>.*?)(?::(?P<line>\d+))?\s*$")
 _ENTRY_CHARS = str.maketrans("", "", "/!_")  # "0/3", "!0/0/1", "0/0_1": digits once these go

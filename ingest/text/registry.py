@@ -3,7 +3,7 @@
 ``parse(record, ctx, sink)``."""
 from __future__ import annotations
 
-from . import graph_breaks, limit_hits, recompiles
+from compilewatch.ingest.text import graph_breaks, limit_hits, recompiles
 
 PARSERS = (
     ("graph_breaks", graph_breaks),

@@ -7,9 +7,9 @@ whole file.
 """
 from __future__ import annotations
 
-from .context import TraceContext
-from .envelope import EnvelopeReader, TraceStats
-from .parsers import default_parsers, dispatch_tables
+from compilewatch.ingest.trace.context import TraceContext
+from compilewatch.ingest.trace.envelope import EnvelopeReader, TraceStats
+from compilewatch.ingest.trace.parsers import default_parsers, dispatch_tables
 
 __all__ = ["parse_trace", "TraceParser", "default_parsers"]
 

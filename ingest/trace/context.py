@@ -5,7 +5,7 @@ by its size in bytes.
 """
 from __future__ import annotations
 
-from .envelope import TraceStats
+from compilewatch.ingest.trace.envelope import TraceStats
 
 _MAX_OPEN_SPANS = 10_000
 

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-
-from ..formats import glog
-from ..jsonfast import loads
 import re
 from collections import Counter
+
+from compilewatch.ingest.formats import glog
+from compilewatch.ingest.jsonfast import loads
 
 # glog prefix as TorchLogsFormatter writes it: level, MMDD, time with microseconds, process/thread id,
 # module path relative to sys.path, line number. tlparse's re_glog is the same shape; the optional

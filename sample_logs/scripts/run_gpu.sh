@@ -12,6 +12,9 @@ export PYTHONUNBUFFERED=1
 TAG=${1:-gpu}
 OUT=${OUT:-/tmp/cw-out}
 REPO=$(pwd)
+# The GPU host has torch but no compilewatch: install this tree (no dependencies; the collector needs none).
+SITE=/tmp/cw-site
+$PY -m pip install -q --no-deps --no-build-isolation --target "$SITE" "$REPO" || exit 1
 W=/tmp/cw-$TAG
 TEAM=/tmp/team
 BUDGET=${BUDGET:-560}           # seconds for the whole script
@@ -46,7 +49,7 @@ collect() {          # model label version [script args...]
   if [ "$t" -lt 60 ]; then echo "skip $model $label: ${t}s left" | tee -a "$LOG"; return; fi
   local s0 full rc
   s0=$(date +%s); full="$W/logs/$model-$label-$s0.txt"
-  (cd "$TEAM" && PYTHONPATH="$REPO" timeout $(( t < 170 ? t - 10 : 160 )) $PY -m collectors collect \
+  (cd "$TEAM" && PYTHONPATH="$SITE" timeout $(( t < 170 ? t - 10 : 160 )) $PY -m compilewatch collect \
       --model "$model" --label "$label" --out "$W/bundles" -- $PY train_llama.py --version "$version" $JOB_ARGS "$@") \
       >"$full" 2>&1
   rc=$?

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.store import Store
+from compilewatch.store import open_store
+
 import fixture_db
 
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
@@ -15,18 +16,18 @@ MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
 @pytest.fixture(scope="session")
 def team_db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("team") / "compilewatch.duckdb"
-    fixture_db.build(Store.open(path))
+    fixture_db.build(open_store(path))
     return path
 
 
 @pytest.fixture(scope="session")
 def real_db(tmp_path_factory) -> Path:
     """Real logs (tests/fixtures: TORCH_TRACE from torch 2.13, TORCH_LOGS from PyTorch issues) through the loader."""
-    from ingest.loader import ingest_paths
+    from compilewatch.ingest.loader import ingest_paths
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures"
     path = tmp_path_factory.mktemp("real") / "compilewatch.duckdb"
-    store = Store.open(path)
+    store = open_store(path)
     logs = sorted((fixtures / "trace").glob("*.log.gz")) + sorted((fixtures / "text").glob("*.log"))
     report = ingest_paths(store, logs)
     assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
@@ -37,14 +38,14 @@ def real_db(tmp_path_factory) -> Path:
 def sample_db(tmp_path_factory) -> Path:
     """sample_logs/ (the collector's real bundles) through the loader, as the dashboard's first start
     does; skipped while the folder is still empty."""
-    from app import bootstrap
-    from ingest.loader import ingest_paths
+    from compilewatch.app import bootstrap
+    from compilewatch.ingest.loader import ingest_paths
 
     paths = bootstrap._sample_paths(Path(__file__).resolve().parents[2] / "sample_logs")
     if not paths:
         pytest.skip("sample_logs/ is empty")
     path = tmp_path_factory.mktemp("samples") / "compilewatch.duckdb"
-    report = ingest_paths(Store.open(path), paths)
+    report = ingest_paths(open_store(path), paths)
     assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
     return path
 
@@ -52,7 +53,7 @@ def sample_db(tmp_path_factory) -> Path:
 @pytest.fixture
 def empty_db(tmp_path) -> Path:
     path = tmp_path / "empty" / "compilewatch.duckdb"
-    Store.open(path)
+    open_store(path)
     return path
 
 

@@ -1,4 +1,4 @@
-"""A small but realistic team database, written through ingest.store, for dashboard tests.
+"""A small but realistic team database, written through compilewatch.store, for dashboard tests.
 
 Until parsed sample_logs cover every table, this builder is the test data: four weeks of runs of
 four models on two torch versions ending at END, with graph breaks, recompiles and guard
@@ -204,6 +204,6 @@ def build(store, **kw) -> dict[str, int]:
             con.unregister("_fixture")
             counts[table] = len(frame)
         # hardware and run_metrics, derived from the rows as ingest derives them
-        from ingest.derived import refresh_all
+        from compilewatch.store.derived import refresh_all
         refresh_all(con)
     return counts

@@ -8,10 +8,11 @@ import zipfile
 from pathlib import Path
 
 import duckdb
+from conftest import MAIN
 from streamlit.testing.v1 import AppTest
 
-from conftest import MAIN
-from ingest.store import Store
+from compilewatch.store import open_store
+
 from rendered import shown
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -60,7 +61,7 @@ def test_a_failing_query_is_an_error_message_not_a_crash(monkeypatch, tmp_path, 
 
 
 def test_run_detail_offers_the_raw_file(app_at, real_db):
-    with Store(real_db).read() as con:
+    with open_store(real_db).read() as con:
         run_id = con.execute("SELECT run_id FROM files WHERE original_name = ?", [TRACE.name]).fetchone()[0]
     at = app_at(real_db, "views/run_detail.py", query={"run": run_id, "from": "2000-01-01", "to": "2100-01-01"})
     assert not at.exception and not at.error
@@ -70,7 +71,7 @@ def test_run_detail_offers_the_raw_file(app_at, real_db):
 
 def test_upload_a_zip_bundle_of_loose_logs(app_at, tmp_path):
     db = tmp_path / "zip" / "compilewatch.duckdb"
-    Store.open(db)
+    open_store(db)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("logs/" + TRACE.name, TRACE.read_bytes())

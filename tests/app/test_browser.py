@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import (ROOT, chromium_page, dashboard_server, missing_browser, upload_files,
-                             wait_for_app_idle)
-from ingest.store import Store
+from compilewatch.store import Store, open_store
+
+from browser_support import ROOT, chromium_page, dashboard_server, missing_browser, upload_files, wait_for_app_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -115,7 +115,7 @@ def test_upload_a_log_and_find_its_graph_break(tmp_path):
         pytest.skip(reason)
     log = _log_with_graph_break()
     db = tmp_path / "store" / "compilewatch.duckdb"
-    store = Store.open(db)
+    store = open_store(db)
     pages = _main_pages()
     assert "upload" in pages and "hotspots" in pages, f"app/main.py pages: {pages}"
 
@@ -172,7 +172,7 @@ def test_deep_link_on_a_fresh_server_gets_the_declared_navigation(tmp_path):
     if reason:
         pytest.skip(reason)
     db = tmp_path / "store" / "compilewatch.duckdb"
-    Store.open(db)
+    open_store(db)
     pages = _main_pages()
     url_path = "hotspots" if "hotspots" in pages else next(iter(pages))
     with dashboard_server(db, log_path=tmp_path / "server.log") as base, chromium_page() as page:

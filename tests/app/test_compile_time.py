@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from app.filters import Filters
-from app.queries import compile_time, ranks
-from ingest.loader import ingest_paths
-from ingest.store import Store
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries import compile_time, ranks
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = [ROOT / "tests" / "fixtures" / "ranks" / "ddp_same.tar.gz",
@@ -35,7 +35,7 @@ _ENVELOPE = re.compile(r"^\S+ \S+ +\d+ \S+\] (\{.*)$")
 @pytest.fixture(scope="module")
 def db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("ct") / "cw.duckdb"
-    report = ingest_paths(Store.open(path), BUNDLES)
+    report = ingest_paths(open_store(path), BUNDLES)
     assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
     return path
 
@@ -93,7 +93,7 @@ def test_frame_hotspots_sum_the_logged_compile_times(db):
             e[1] += cm.get("entire_frame_compile_time_s") or 0
             e[2] += cm.get("backend_compile_time_s") or 0
             e[3] += cm.get("inductor_compile_time_s") or 0
-    with Store(db).read() as con:
+    with open_store(db).read() as con:
         got = compile_time.frame_hotspots(con, Filters(**ALL_TIME))
     assert len(got) == len(expected)
     assert list(got["total_s"]) == sorted(got["total_s"], reverse=True)
@@ -120,7 +120,7 @@ def test_frame_hotspots_sum_the_logged_compile_times(db):
 
 
 def test_search_and_versions(db):
-    with Store(db).read() as con:
+    with open_store(db).read() as con:
         got = compile_time.frame_hotspots(con, Filters(search="ddp_train", **ALL_TIME))
         split = compile_time.phase_split(con, Filters(**ALL_TIME))
         versions = compile_time.frame_versions(con, Filters(**ALL_TIME), top=3)
@@ -143,7 +143,7 @@ def test_runtime_linkage_matches_the_timings_and_bench_files(db):
     cost = sum(compiling) - len(compiling) * steady
     eager = float(bench["eager_latency"])
     assert eager > steady  # this benchmark's compiled model is faster, so compiling pays off at some step
-    with Store(db).read() as con:
+    with open_store(db).read() as con:
         got = compile_time.runtime_linkage(con, Filters(**ALL_TIME)).set_index("callable")
     row = got.loc[compiled["name"]]
     assert row["calls"] == len(compiled["steps"]) and row["compile_steps"] == len(compiling)
@@ -160,7 +160,7 @@ def test_compile_time_page(app_at, db):
     at = app_at(db, "views/compile_time.py", query={"from": "2000-01-01", "to": "2100-01-01"})
     assert not at.exception and not at.error, [e.value for e in list(at.exception) + list(at.error)]
     frames = next(d.value for d in at.dataframe if "dominant" in d.value.columns)
-    with Store(db).read() as con:
+    with open_store(db).read() as con:
         expected = compile_time.frame_hotspots(con, Filters(**ALL_TIME))
     assert list(frames["code"]) == list(expected["code"].head(len(frames)))
     # a recompiled frame links to its storm on the Recompile storms page, a frame never recompiled does not
@@ -172,7 +172,7 @@ def test_compile_time_page(app_at, db):
 
 
 def test_run_detail_flags_diverging_ranks(app_at, db):
-    with Store(db).read() as con:
+    with open_store(db).read() as con:
         runs = dict(con.execute("SELECT label, run_id FROM runs WHERE label LIKE 'ranks-%'").fetchall())
         expected = ranks.divergence(con, Filters(run_id=runs["ranks-diverge"]))
     at = app_at(db, "views/run_detail.py", query={"run": runs["ranks-diverge"], "from": "2000-01-01", "to": "2100-01-01"})
@@ -200,7 +200,7 @@ def test_autotuning_phase_from_a_max_autotune_run(tmp_path):
     logged = [cm for cm in _compilation_metrics(bundle) if cm.get("co_name")]
     autotune = sum((cm.get("compile_time_autotune_time_us") or 0) / 1e6 for cm in logged)
     assert autotune > 1  # this run autotuned for seconds
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     assert ingest_paths(store, [bundle]).ok
     with store.read() as con:
         stored = con.execute("SELECT sum(autotune_time_s) FROM compiles").fetchone()[0]
@@ -213,7 +213,7 @@ def test_autotuning_phase_from_a_max_autotune_run(tmp_path):
 
 def test_compile_time_page_frame_drill_down(app_at, db):
     """?frame= opens the runs that compiled that frame, each linked to its Run detail."""
-    with Store(db).read() as con:
+    with open_store(db).read() as con:
         runs = dict(con.execute("SELECT label, run_id FROM runs").fetchall())
     at = app_at(db, "views/compile_time.py",
                 query={"from": "2000-01-01", "to": "2100-01-01", "frame": "forward @ ddp_train.py:31"})

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from compilewatch.deepdive import artifacts
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import open_store
+
 from browser_support import ROOT, chromium_page, dashboard_server, missing_browser, wait_for_app_idle
-from deepdive import artifacts
-from ingest.loader import ingest_paths
-from ingest.store import Store
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 SHOTS = ROOT / "test-artifacts" / "screenshots" / "deep_dive"
@@ -20,7 +21,7 @@ SHOTS = ROOT / "test-artifacts" / "screenshots" / "deep_dive"
 
 @pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))
 def test_artifact_and_trie_in_the_browser(tmp_path):
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     report = ingest_paths(store, [ROOT / "tests" / "fixtures" / "trace" / "deep_dive.log.gz"])
     rid = report.files[0].run_id
     with store.read() as con:

@@ -3,16 +3,17 @@ artifacts open one at a time and show the logged payload, specialisations, failu
 the Perfetto download, and graph breaks explained with their registry page."""
 from __future__ import annotations
 
-from app import ui
-from deepdive import artifacts, gb_registry
-from ingest.store import Store
 from test_pages import PAGES, _ok, _table
+
+from compilewatch.app import ui
+from compilewatch.deepdive import artifacts, gb_registry
+from compilewatch.store import open_store
 
 WIDE = {"from": "2000-01-01", "to": "2100-01-01"}
 
 
 def _run(db, name):
-    with Store(db).read() as con:
+    with open_store(db).read() as con:
         return con.execute("SELECT run_id FROM files WHERE original_name LIKE ? LIMIT 1", [f"%{name}"]).fetchone()[0]
 
 
@@ -25,7 +26,7 @@ def test_artifacts_open_one_at_a_time_with_the_logged_payload(app_at, real_db):
     box = at.selectbox(key="rd_artifact")
     assert box.value is None and len(box.options) > 5
     shown_before = {c.value for c in at.code}
-    with Store(real_db).read() as con:
+    with open_store(real_db).read() as con:
         graph = next(a for a in artifacts.list_artifacts(con, rid, "1/0") if a["kind"] == "dynamo_output_graph")
         payload = artifacts.fetch(con, rid, graph["file_id"], graph["line_no"]).text
     assert payload not in shown_before  # nothing of a payload is sent before it is picked
@@ -51,15 +52,15 @@ def test_failed_compile_says_why(app_at, real_db):
 
 
 def test_graph_break_explained_with_its_registry_page(app_at, real_db):
-    from app.filters import Filters
-    from app.queries import run_detail
+    from compilewatch.app.filters import Filters
+    from compilewatch.app.queries import run_detail
 
     rid = _run(real_db, "graph_break_recompile.log.gz")
     at = app_at(real_db, PAGES["run_detail"], query={"run": rid, **WIDE})
     _ok(at)
     breaks = _table(at, "gb_type", "registry")
     assert all(u.startswith(gb_registry.GRAPH_BREAK_SITE) for u in breaks["registry"])
-    with Store(real_db).read() as con:
+    with open_store(real_db).read() as con:
         listed = run_detail.breaks(con, Filters(run_id=rid))
     b = listed[listed["gb_type"].str.contains("item", na=False)].iloc[0]
     at.selectbox(key="rd_break_explain").select(b["break_key"]).run()

@@ -9,9 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from app import bootstrap, charts, settings
-from app.filters import Filters, from_params, to_params
-from ingest.store import Store
+from compilewatch.app import bootstrap, charts
+from compilewatch.app import dashboard_settings as settings
+from compilewatch.app.filters import Filters, from_params, to_params
+from compilewatch.store import open_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -38,7 +39,7 @@ def test_previous_window_has_the_same_length():
 
 
 def test_every_setting_is_declared_with_help():
-    from compilewatch.settings import SETTINGS
+    from compilewatch.core.settings import SETTINGS
 
     assert len({s.name for s in SETTINGS}) == len({s.env for s in SETTINGS}) == len(SETTINGS)
     for s in SETTINGS:
@@ -121,7 +122,7 @@ def test_bootstrap_ingests_sample_logs_once_across_concurrent_sessions(tmp_path)
     (samples / "README.md").write_text("notes")
     for name in ("graph_break_recompile.log.gz", "recompile_limit.log.gz"):
         (samples / name).write_bytes((FIXTURES / "trace" / name).read_bytes())
-    store = Store.open(tmp_path / "db" / "compilewatch.duckdb")
+    store = open_store(tmp_path / "db" / "compilewatch.duckdb")
     messages = []
     threads = [threading.Thread(target=lambda: messages.append(bootstrap.ensure_sample_data(store, samples)))
                for _ in range(3)]
@@ -145,4 +146,4 @@ def test_bootstrap_skips_a_store_that_has_runs(tmp_path, team_db):
     db = tmp_path / "copy" / "compilewatch.duckdb"
     db.parent.mkdir()
     shutil.copy(team_db, db)
-    assert bootstrap.ensure_sample_data(Store.open(db), samples) is None
+    assert bootstrap.ensure_sample_data(open_store(db), samples) is None

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from ingest.store import Store
+from compilewatch.store import open_store
 
 
 def _multi_hint_breaks(db) -> list[tuple[str, str, str]]:
-    with Store(db).read() as con:
+    with open_store(db).read() as con:
         return con.execute("SELECT break_key, hints, source FROM graph_breaks WHERE hints IS NOT NULL").fetchall()
 
 

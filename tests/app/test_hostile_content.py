@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from compilewatch.ingest.bundle import Manifest, write_manifest
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import open_store
+
 from browser_support import ROOT, chromium_page, dashboard_server, free_port, missing_browser, wait_for_app_idle
-from ingest.bundle import Manifest, write_manifest
-from ingest.loader import ingest_paths
-from ingest.store import Store
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -88,7 +89,7 @@ def test_log_content_never_renders_on_any_page(tmp_path):
     tracker = f"http://127.0.0.1:{tport}"
     _Tracker.hits = []
     db = tmp_path / "store" / "cw.duckdb"
-    store = Store.open(db)
+    store = open_store(db)
     rep = ingest_paths(store, [_craft(tmp_path, tracker)])
     assert all(f.status in ("stored", "partial") for f in rep.files), [(f.name, f.message) for f in rep.files]
     with store.read() as con:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from ingest.loader import ingest_paths
-from rendered import shown
 from test_pages import PAGES, _ok
+
+from compilewatch.ingest.loader import ingest_paths
+
+from rendered import shown
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -17,7 +18,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 @pytest.fixture(scope="module")
 def lake_filled(postgres, tmp_path_factory):
     """One DuckLake store with the real fixture logs, shared by this module's tests (ingest is the slow part)."""
-    from ingest.store import open_store
+    from compilewatch.store import open_store
     postgres.create_database("app_pages", fresh=True)
     store = open_store(postgres.lake_spec("app_pages"), tmp_path_factory.mktemp("lake-app"))
     logs = sorted((FIXTURES / "trace").glob("*.log.gz")) + sorted((FIXTURES / "text").glob("torch2.13_*.log"))

@@ -19,9 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import (ROOT, _streamlit_bin, chromium_page, free_port, missing_browser, upload_files,
-                             wait_for_app_idle)
-from ingest.store import Store
+from compilewatch.store import open_store
+
+from browser_support import (
+    ROOT,
+    _streamlit_bin,
+    chromium_page,
+    free_port,
+    missing_browser,
+    upload_files,
+    wait_for_app_idle,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -73,7 +81,7 @@ client_secret = "{secrets.token_hex(8)}"
 server_metadata_url = "http://127.0.0.1:{oidc_port}/.well-known/openid-configuration"
 """)
     db = tmp_path / "store" / "cw.duckdb"
-    Store.open(db)
+    open_store(db)
     env = {**os.environ, "COMPILEWATCH_DB": str(db), "COMPILEWATCH_BOOTSTRAP": "0"}
     app = subprocess.Popen([_streamlit_bin(), "run", "app/main.py", "--server.headless", "true", "--server.port",
                             str(app_port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
@@ -98,7 +106,7 @@ server_metadata_url = "http://127.0.0.1:{oidc_port}/.well-known/openid-configura
             page.get_by_role("button", name="Ingest").click()
             page.get_by_text("1 stored").wait_for(timeout=120_000)
             page.screenshot(path=str(tmp_path / "login_upload.png"), full_page=True)
-        with Store(db).read() as con:
+        with open_store(db).read() as con:
             rows = con.execute("SELECT source, uploaded_by FROM runs").fetchall()
         assert rows == [("upload", "alice@example.com")]
     finally:

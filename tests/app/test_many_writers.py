@@ -22,10 +22,18 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import ROOT, CHROMIUM, CHROMIUM_ARGS, dashboard_server, missing_browser, upload_files, wait_for_app_idle
-from ingest import scratch
-from ingest.loader import ingest_paths
-from ingest.store import Store
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import open_store, scratch
+
+from browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    dashboard_server,
+    missing_browser,
+    upload_files,
+    wait_for_app_idle,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
@@ -65,7 +73,7 @@ def test_eight_uploads_a_cli_ingest_and_the_inbox_at_once(tmp_path):
         pytest.skip("needs 14 sample bundles")
     uploads, cli, inbox_bundles = BUNDLES[:8], BUNDLES[8:11], BUNDLES[11:14]
     db = tmp_path / "store" / "cw.duckdb"
-    store = Store.open(db)
+    store = open_store(db)
     store.inbox_dir.mkdir(exist_ok=True)
     from playwright.sync_api import sync_playwright
 
@@ -131,7 +139,7 @@ def test_kill_9_of_the_dashboard_mid_upload_then_rerun(tmp_path):
         for _ in range(60 * 2**20 // len(body)):
             out.write(body)
     db = tmp_path / "store" / "cw.duckdb"
-    store = Store.open(db)
+    store = open_store(db)
     from playwright.sync_api import sync_playwright
 
     killed_pid = None
@@ -155,7 +163,7 @@ def test_kill_9_of_the_dashboard_mid_upload_then_rerun(tmp_path):
         finally:
             browser.close()
     # the store opens, nothing of the file was stored, and the dead server's scratch is swept
-    store = Store.open(db)
+    store = open_store(db)
     assert not any((store.tmp_root / f"{scratch.host()}-{killed_pid}").rglob("*"))
     with store.read() as con:
         assert con.execute("SELECT count(*) FROM files").fetchall()[0][0] == 0

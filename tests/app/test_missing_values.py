@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from app import ui
+from compilewatch.app import ui
 
 
 def test_ratios_keep_significant_digits_and_missing_is_a_dash():
@@ -25,9 +25,9 @@ def _texts(frame: pd.DataFrame) -> list[str]:
 
 
 def test_run_pages_show_no_none_or_nan_for_runs_of_loose_logs(app_at, real_db):
-    from ingest.store import Store
+    from compilewatch.store import open_store
 
-    with Store(real_db).read() as con:
+    with open_store(real_db).read() as con:
         a, b = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE model IS NULL ORDER BY run_id LIMIT 2").fetchall()]
         old = con.execute("SELECT run_id FROM graph_breaks WHERE gb_type IS NULL ORDER BY run_id LIMIT 1").fetchall()[0][0]
     window = {"from": "2000-01-01", "to": "2100-01-01"}

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from compilewatch.store import open_store
+
 import fixture_db
-from ingest.store import Store
 from rendered import shown
 
 PAGES = {
@@ -185,7 +186,7 @@ def test_run_detail_pick_run_shows_its_errors(app_at, team_db):
 
 
 def test_run_detail_shows_every_metric_of_a_compile(app_at, real_db):
-    with Store(real_db).read() as con:
+    with open_store(real_db).read() as con:
         run_id, cid = con.execute("SELECT run_id, compile_id FROM compiles WHERE metrics_json IS NOT NULL "
                                   "ORDER BY run_id, compile_id LIMIT 1").fetchone()
     at = app_at(real_db, PAGES["run_detail"], query={"run": run_id, "from": "2000-01-01", "to": "2100-01-01"})
@@ -213,9 +214,9 @@ def test_compare_two_runs(app_at, team_db):
 
 def test_upload_ingests_a_real_trace_and_recognises_the_duplicate(app_at, tmp_path):
     db = tmp_path / "up" / "compilewatch.duckdb"
-    from ingest.store import Store
+    from compilewatch.store import open_store
 
-    Store.open(db)
+    open_store(db)
     log = Path(__file__).resolve().parents[1] / "fixtures" / "trace" / "graph_break_recompile.log.gz"
     at = app_at(db, PAGES["upload"])
     _ok(at)

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries import common, compare, hotspots, overview, recompiles, run_detail, speedups, upload
+from compilewatch.app.queries import review as review_q
+from compilewatch.store import open_store
+
 import fixture_db
-from app.filters import Filters
-from app.queries import common, compare, hotspots, overview, recompiles, run_detail, speedups, upload
-from app.queries import review as review_q
-from ingest.store import Store
 
 WEEK = Filters(start=date(2026, 11, 14), end=fixture_db.END)
 ALL = Filters(start=date(2026, 10, 1), end=fixture_db.END)
@@ -24,7 +25,7 @@ HELPERS = {"geomean", "run_where", "runs_cte", "df", "mode", "new_since", "storm
 
 @pytest.fixture(scope="module")
 def con(team_db):
-    with Store(team_db).read() as c:
+    with open_store(team_db).read() as c:
         yield c
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from app.filters import Filters
-from app.queries import compile_time, ranks
-from ingest.loader import ingest_paths
-from ingest.rank_names import rank_from_name
-from ingest.store import Store
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries import compile_time, ranks
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.ingest.rank_names import rank_from_name
+from compilewatch.store import open_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ranks"
 _CID = re.compile(r'"frame_id": (\d+), "frame_compile_id": (\d+)')
@@ -28,7 +28,7 @@ _CID = re.compile(r'"frame_id": (\d+), "frame_compile_id": (\d+)')
 
 @pytest.fixture(scope="module")
 def ranks_db(tmp_path_factory):
-    store = Store.open(tmp_path_factory.mktemp("ranks") / "cw.duckdb")
+    store = open_store(tmp_path_factory.mktemp("ranks") / "cw.duckdb")
     report = ingest_paths(store, sorted(FIXTURES.glob("*.tar.gz")))
     assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
     with store.read() as con:
@@ -110,7 +110,7 @@ def test_rank_steps_come_from_each_ranks_timings(ranks_db):
 def test_public_multi_rank_logs(public_logs, tmp_path):
     """multi_rank_runtime: six files, the sixth named rank_5 although its envelopes say rank 1;
     tlparse reads ranks from file names and so do we. Rank 5 compiled 0/0, 0/1 only."""
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     paths = sorted(public_logs.glob("tlparse__inputs__multi_rank_runtime__*.log"))
     assert len(paths) == 6
     report = ingest_paths(store, paths, run_id="mrr")
@@ -126,7 +126,7 @@ def test_public_multi_rank_logs(public_logs, tmp_path):
 
 def test_public_logs_without_rank_keys(public_logs, tmp_path):
     """multi_rank_logs: no `rank` key in any envelope; the names give ranks 0, 1 and 3."""
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     paths = sorted(public_logs.glob("tlparse__inputs__multi_rank_logs__*.log"))
     assert ingest_paths(store, paths, run_id="mrl").ok
     with store.read() as con:
@@ -142,7 +142,7 @@ def test_public_graph_execution_order(public_logs, tmp_path):
     """graph_exec_order_tests: both ranks compiled 0/0 and 0/1 and hit/missed the caches alike, but
     called the graphs in a different order (tlparse: "Graph execution order differs across ranks");
     the order is each rank's graph_execution artifact."""
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     paths = sorted(public_logs.glob("tlparse__graph_exec_order_tests__*.log"))
     assert ingest_paths(store, paths, run_id="geo").ok
     logged = {}
@@ -168,7 +168,7 @@ def test_public_graph_execution_order(public_logs, tmp_path):
 def test_public_collective_schedule(public_logs, tmp_path):
     """multi_rank_schedule: both files' envelopes say rank 0, their names say 0 and 1; graph 0/0
     schedules 6 collectives on rank 0 and 4 on rank 1 (tlparse's test_collective_schedule_parsing)."""
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     paths = sorted(public_logs.glob("tlparse__inputs__multi_rank_schedule__*.log"))
     assert ingest_paths(store, paths, run_id="sch").ok
     with store.read() as con:
@@ -227,7 +227,7 @@ def test_ranks_of_a_torchrun_text_log(tmp_path):
     [rank1]: prefixes): each rank's graph breaks and recompiles are its own, and they agree."""
     log = FIXTURES.parent / "text" / "torch2.13_torchrun_2ranks.log"
     text = log.read_text()
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     assert ingest_paths(store, [log], run_id="tx").ok
     with store.read() as con:
         per = ranks.per_rank(con, Filters(run_id="tx")).set_index("rank")

@@ -10,12 +10,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from collectors.bench_worker import CSV_COLUMNS, count_recompiles, make_step  # noqa: E402
-from collectors.errors import ModelUnavailableError, UnknownModelError  # noqa: E402
-from collectors.models import REGISTRY, build, get_spec  # noqa: E402
-from ingest.bench_csv import parse_bench_csv  # noqa: E402
-from ingest.bundle import read_manifest  # noqa: E402
-from ingest.records import CollectingSink  # noqa: E402
+from compilewatch.collectors.bench_worker import CSV_COLUMNS, count_recompiles, make_step  # noqa: E402
+from compilewatch.collectors.models import REGISTRY, build, get_spec  # noqa: E402
+from compilewatch.core.errors import ModelUnavailableError, UnknownModelError  # noqa: E402
+from compilewatch.ingest.bench_csv import parse_bench_csv  # noqa: E402
+from compilewatch.ingest.bundle import read_manifest  # noqa: E402
+from compilewatch.ingest.records import CollectingSink  # noqa: E402
 
 DYNAMO_COLUMNS = ["dev", "name", "batch_size", "speedup", "abs_latency", "compilation_latency", "compression_ratio",
                   "eager_peak_mem", "dynamo_peak_mem", "calls_captured", "unique_graphs", "graph_breaks",
@@ -65,7 +65,7 @@ def test_count_recompiles_counts_compile_ids_not_records():
 
 @pytest.mark.slow
 def test_bench_run_writes_a_bundle_with_a_dynamo_csv_row(tmp_path, monkeypatch):
-    from collectors.bench import run_bench
+    from compilewatch.collectors.bench import run_bench
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     rows = run_bench(["item_branch"], ["default"], task="infer", steps=4, warmup=1, device="cpu",

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.bundle import extract_archive, read_manifest
-from ingest.records import CollectingSink
+from compilewatch.ingest.bundle import extract_archive, read_manifest
+from compilewatch.ingest.records import CollectingSink
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -54,7 +54,7 @@ time.sleep(120)
 
 
 def _cli(args, **kw):
-    return subprocess.run([PY, "-m", "collectors", *args], env=ENV, cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([PY, "-m", "compilewatch", *args], env=ENV, cwd=REPO, capture_output=True, text=True,
                           timeout=kw.pop("timeout", 300), **kw)
 
 
@@ -101,8 +101,8 @@ def test_child_output_is_teed_and_captured(compiled_run):
 @pytest.mark.slow
 def test_trace_and_text_parse_to_graph_breaks_and_recompiles(compiled_run):
     _, bundle = compiled_run
-    from ingest.text import parse_text
-    from ingest.trace import parse_trace
+    from compilewatch.ingest.text import parse_text
+    from compilewatch.ingest.trace import parse_trace
 
     m = read_manifest(bundle)
     trace = CollectingSink()
@@ -143,7 +143,7 @@ def test_timings_time_the_compiled_function(compiled_run):
     assert t["dynamo_counters"]["stats"]["unique_graphs"] >= 2
     assert t["compile_phases_s"] and t["device"] == "cpu"
 
-    from ingest.timings import parse_timings
+    from compilewatch.ingest.timings import parse_timings
     sink = CollectingSink()
     with open(bundle / "timings.json", "rb") as f:
         parse_timings(f, sink)
@@ -179,7 +179,7 @@ def test_crash_after_compile_keeps_logs_and_timings(tmp_path):
 
 
 def _start_and_wait_ready(args, ready=b"ready"):
-    proc = subprocess.Popen([PY, "-m", "collectors", *args], env=ENV, cwd=REPO,
+    proc = subprocess.Popen([PY, "-m", "compilewatch", *args], env=ENV, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
     for line in proc.stdout:
@@ -224,7 +224,7 @@ def test_timeout_stops_the_command_and_says_so(tmp_path):
 
 
 def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path):
-    from collectors.collect import collect
+    from compilewatch.collectors.collect import collect
 
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
     res = collect([PY, "-c", code], tmp_path, timeout=0.5, grace_s=0.5, tee=False, hooks=False)
@@ -264,7 +264,7 @@ def test_python_without_torch_is_one_line_error(tmp_path):
     bare = tmp_path / "bare"
     subprocess.run([PY, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
     bare_py = bare / "bin" / "python"
-    proc = subprocess.run([PY, "-m", "collectors", "collect", "--out", str(tmp_path / "out"), "--", str(bare_py), "-c", "pass"],
+    proc = subprocess.run([PY, "-m", "compilewatch", "collect", "--out", str(tmp_path / "out"), "--", str(bare_py), "-c", "pass"],
                           env={**ENV, "PYTHONNOUSERSITE": "1"}, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "torch is not installed" in _one_line_error(proc)
@@ -273,7 +273,7 @@ def test_python_without_torch_is_one_line_error(tmp_path):
 # -- packaging -------------------------------------------------------------------------------------
 def test_help_needs_no_torch():
     code = ("import sys; sys.modules['torch'] = None\n"   # any `import torch` now fails
-            "from collectors.cli import main\n"
+            "from compilewatch.cli import main\n"
             "try:\n    main(['collect', '--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
             "try:\n    main(['bench', '--list-models'])\nexcept SystemExit:\n    pass\n")
     proc = subprocess.run([PY, "-c", code], env=ENV, cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -297,7 +297,7 @@ def test_existing_sitecustomize_still_runs(tmp_path):
     theirs.mkdir()
     marker = tmp_path / "marker"
     (theirs / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
-    from collectors.collect import collect
+    from compilewatch.collectors.collect import collect
 
     # theirs is on the path behind ours: ours runs (the child sees it as sitecustomize), then chains
     res = collect([PY, "-c", "import sys; assert 'compilewatch' in sys.modules['sitecustomize'].__doc__"], tmp_path / "out2",

@@ -19,7 +19,7 @@ SLEEP_CYCLES = 20_000_000   # torch.cuda._sleep spins the GPU for this many cycl
 
 JOB = f"""
 import torch
-from collectors.hooks import step
+from compilewatch.collectors.hooks import step
 m = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.GELU(), torch.nn.Linear(512, 512)).cuda()
 f = torch.compile(m)
 x = torch.randn(64, 512, device="cuda")
@@ -45,7 +45,7 @@ def _reference_sleep_ms() -> float:
 
 
 def test_cuda_job_bundle_has_gpu_facts_and_honest_step_times(tmp_path):
-    from collectors.collect import collect
+    from compilewatch.collectors.collect import collect
 
     script = tmp_path / "job.py"
     script.write_text(JOB)
@@ -68,7 +68,7 @@ def test_cuda_job_bundle_has_gpu_facts_and_honest_step_times(tmp_path):
 
 
 def test_bench_on_cuda_writes_dynamo_csv_row(tmp_path):
-    from collectors.bench import run_bench
+    from compilewatch.collectors.bench import run_bench
 
     rows = run_bench(["mlp"], ["default"], task="infer", steps=10, warmup=2, device="cuda", out_dir=tmp_path, tee=False)
     assert rows[0]["exit_status"] == 0

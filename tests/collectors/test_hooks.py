@@ -9,9 +9,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from collectors import hooks  # noqa: E402
-from ingest.records import CollectingSink  # noqa: E402
-from ingest.timings import parse_timings  # noqa: E402
+from compilewatch.collectors import hooks  # noqa: E402
+from compilewatch.ingest.records import CollectingSink  # noqa: E402
+from compilewatch.ingest.timings import parse_timings  # noqa: E402
 
 
 @pytest.fixture
@@ -41,6 +41,7 @@ def test_wrapped_module_keeps_its_type_and_state(recorder):
 
 def test_wrapped_module_pickles_as_the_original_class(recorder):
     import copy
+
     from torch._dynamo.eval_frame import OptimizedModule
 
     wrapped = hooks.wrap_compiled(torch.compile(torch.nn.Linear(2, 2), backend="eager"), "Linear.forward")

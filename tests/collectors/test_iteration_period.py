@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from ingest.loader import ingest_paths  # noqa: E402
-from ingest.store import Store  # noqa: E402
+from compilewatch.ingest.loader import ingest_paths  # noqa: E402
+from compilewatch.store import open_store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
@@ -39,7 +39,7 @@ def test_collect_records_the_iteration_period(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(JOB)
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "collectors", "collect", "--model", "tiny-mlp", "--out", str(out),
+    proc = subprocess.run([sys.executable, "-m", "compilewatch", "collect", "--model", "tiny-mlp", "--out", str(out),
                            "--", sys.executable, str(script)], env=ENV, cwd=REPO, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -56,7 +56,7 @@ def test_collect_records_the_iteration_period(tmp_path):
     assert late[0] >= 40
     assert t["peak_rss_bytes"] > 50 * 2**20 and t["compile_time_s"] > 0
 
-    store = Store.open(tmp_path / "db" / "cw.duckdb")
+    store = open_store(tmp_path / "db" / "cw.duckdb")
     report = ingest_paths(store, [bundle])
     assert report.ok, [(f.name, f.message) for f in report.files]
     with store.read() as con:

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import pytest
 
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import Store, open_store
+
 from deep_support import SAMPLES, trace_paths
-from ingest.loader import ingest_paths
-from ingest.store import Store
 
 
 @pytest.fixture(scope="session")
 def deep_store(tmp_path_factory) -> Store:
-    store = Store.open(tmp_path_factory.mktemp("deep") / "cw.duckdb")
+    store = open_store(tmp_path_factory.mktemp("deep") / "cw.duckdb")
     report = ingest_paths(store, trace_paths() + SAMPLES)
     assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
     return store

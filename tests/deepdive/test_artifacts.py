@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from compilewatch.core.errors import NotFoundError
+from compilewatch.deepdive import artifacts, show
+from compilewatch.ingest.trace.parsers.artifacts import PAYLOAD_EVENTS, VALUE_EVENTS
+
 from deep_support import FIXTURES, public_paths, run_of, trace_paths
-from deepdive import artifacts, show
-from deepdive.errors import NotFoundError
-from ingest.trace.parsers.artifacts import PAYLOAD_EVENTS, VALUE_EVENTS
 
 TLPARSE = Path(sys.executable).parent / "tlparse"
 
@@ -201,11 +202,11 @@ def test_listing_reads_no_payload_and_show_errors_name_the_fix(deep_store):
 
 def test_reingest_adds_artifacts_to_a_store_from_the_previous_parser(tmp_path):
     """A store filled before artifacts existed gains them through `reingest` (PARSER_VERSION 2)."""
-    from ingest.loader import ingest_paths
-    from ingest.reingest import reingest
-    from ingest.store import Store
+    from compilewatch.ingest.loader import ingest_paths
+    from compilewatch.ingest.reingest import reingest
+    from compilewatch.store import open_store
 
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     ingest_paths(store, [FIXTURES / "deep_dive.log.gz"])
     with store.write() as con:
         n = con.execute("SELECT count(*) FROM artifacts").fetchone()[0]

@@ -5,10 +5,11 @@ import json
 
 import pytest
 
-from deep_support import public_paths, run_of
 from compilewatch.cli import main
-from deepdive import gb_registry, perfetto, stack_trie
-from deepdive.errors import NotFoundError
+from compilewatch.core.errors import NotFoundError
+from compilewatch.deepdive import gb_registry, perfetto, stack_trie
+
+from deep_support import public_paths, run_of
 
 
 def _trie_text(store, name):

@@ -17,14 +17,15 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ingest import archives, detect
-from ingest.bench_csv import parse_bench_csv
-from ingest.bundle import Manifest
-from ingest.errors import BundleError
-from ingest.records import CountingSink
-from ingest.text import parse_text
-from ingest.timings import parse_timings
-from ingest.trace import parse_trace
+from compilewatch.core.errors import BundleError
+from compilewatch.ingest import archives
+from compilewatch.ingest import file_kind as detect
+from compilewatch.ingest.bench_csv import parse_bench_csv
+from compilewatch.ingest.bundle import Manifest
+from compilewatch.ingest.records import CountingSink
+from compilewatch.ingest.text import parse_text
+from compilewatch.ingest.timings import parse_timings
+from compilewatch.ingest.trace import parse_trace
 
 REPO = Path(__file__).resolve().parents[2]
 TEXT_DIR = REPO / "tests" / "fixtures" / "text"

@@ -45,8 +45,8 @@ def test_timings_with_overflowing_numbers_and_wrong_shapes_count_errors():
     import io
     import json
 
-    from ingest.records import CollectingSink
-    from ingest.timings import parse_timings
+    from compilewatch.ingest.records import CollectingSink
+    from compilewatch.ingest.timings import parse_timings
 
     real = json.loads(_SEEDS["timings"][0])
     steps = real["callables"][0]["steps"]

@@ -10,20 +10,20 @@ import io
 import os
 import shutil
 import subprocess
-import time
 import sys
 import tarfile
+import time
 import zipfile
 import zlib
 from pathlib import Path
 
 import pytest
 
-from ingest import archives, scratch
-from ingest.detect import open_binary, damage
-from ingest.inbox import process_once
-from ingest.loader import ingest_paths
-from ingest.store import Store
+from compilewatch.ingest import archives
+from compilewatch.ingest.file_kind import damage, open_binary
+from compilewatch.ingest.inbox import process_once
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import open_store, scratch
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "sample_logs" / "cpu-torch2.13" / "item_branch_default_infer.tar.gz"
@@ -280,7 +280,7 @@ def test_a_dead_workers_claim_is_recovered_and_names_carry_no_prefix(store, tmp_
 def test_kill_9_of_the_inbox_worker_mid_bundle_then_restart_completes(tmp_path):
     """A real `compilewatch inbox --watch` killed while it holds a claim; the next worker finishes it."""
     db = tmp_path / "s" / "cw.duckdb"
-    store = Store.open(db)
+    store = open_store(db)
     inbox = store.inbox_dir
     inbox.mkdir(exist_ok=True)
     for i, src in enumerate([BUNDLE, BUNDLE2] * 3):  # six bundles: one is in flight when killed
@@ -314,7 +314,7 @@ def test_kill_9_of_the_inbox_worker_mid_bundle_then_restart_completes(tmp_path):
 
 def test_scratch_of_a_killed_ingest_is_swept_on_next_open(tmp_path):
     db = tmp_path / "s" / "cw.duckdb"
-    Store.open(db)
+    open_store(db)
     big = tmp_path / "big.log"
     with open(big, "wb") as out:  # a real log, repeated: long enough to kill mid-file
         body = TEXT_LOG.read_bytes()
@@ -332,7 +332,7 @@ def test_scratch_of_a_killed_ingest_is_swept_on_next_open(tmp_path):
     live = db.parent / "tmp" / f"{scratch.host()}-{os.getpid()}"
     live.mkdir(exist_ok=True)
     (live / "keep").write_text("a live process's scratch")
-    store = Store.open(db)
+    store = open_store(db)
     assert not owned.exists() and (live / "keep").exists()
     rep = ingest_paths(store, [big])
     assert rep.files[0].status in ("stored", "partial")
@@ -354,11 +354,11 @@ def test_kill_9_of_a_folder_ingest_at_several_moments_then_rerun_matches_a_clean
         with store.read() as con:
             return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables}
 
-    clean = Store.open(tmp_path / "clean" / "cw.duckdb")
+    clean = open_store(tmp_path / "clean" / "cw.duckdb")
     ingest_paths(clean, [folder])
     want = counts(clean)
     db = tmp_path / "killed" / "cw.duckdb"
-    Store.open(db)
+    open_store(db)
     seen = []
     for delay in (0.5, 1.5, 3.0, 5.0):
         proc = subprocess.Popen([sys.executable, "-m", "compilewatch", "ingest", str(folder), "--db", str(db), "--quiet"],
@@ -366,7 +366,7 @@ def test_kill_9_of_a_folder_ingest_at_several_moments_then_rerun_matches_a_clean
         time.sleep(delay)
         proc.kill()
         proc.wait()
-        store = Store.open(db)
+        store = open_store(db)
         with store.read() as con:
             assert con.execute("SELECT count(*) FROM (SELECT run_id, sha256 FROM files GROUP BY ALL "
                                "HAVING count(*) > 1)").fetchall()[0][0] == 0
@@ -375,7 +375,7 @@ def test_kill_9_of_a_folder_ingest_at_several_moments_then_rerun_matches_a_clean
                                "(SELECT 1 FROM runs r WHERE r.run_id = f.run_id)").fetchall()[0][0] == 0
         seen.append(counts(store)["files"])
     assert any(0 < n < want["files"] for n in seen), f"no kill landed mid-ingest: files after each {seen}"
-    store = Store.open(db)
+    store = open_store(db)
     ingest_paths(store, [folder])
     assert counts(store) == want
     assert not any(p.is_file() for p in store.tmp_root.rglob("*"))

@@ -1,8 +1,8 @@
 """The shared inbox: complete entries are ingested once, half-written ones are left alone."""
 from __future__ import annotations
 
-from ingest.bundle import Manifest, write_manifest
-from ingest.inbox import pending, process_once
+from compilewatch.ingest.bundle import Manifest, write_manifest
+from compilewatch.ingest.inbox import pending, process_once
 
 
 def _bundle(folder, run_id, manifest=True):

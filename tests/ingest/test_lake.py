@@ -4,8 +4,8 @@ and a worker killed mid-ingest."""
 from __future__ import annotations
 
 import importlib
-import json
 import inspect
+import json
 import os
 import re
 import signal
@@ -17,9 +17,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ingest.lake import ducklake_sql
-from ingest.loader import ingest_paths
-from ingest.store import migrations, open_store
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import open_store
+from compilewatch.store.files import migrations
+from compilewatch.store.lake import ducklake_sql
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE = REPO / "tests" / "fixtures" / "trace" / "graph_break_recompile.log.gz"
@@ -76,11 +77,11 @@ def test_every_migration_applies_on_ducklake(lake_store, tmp_path):
 
 def _page_queries():
     """Every query function the pages use: (name, fn)."""
-    import app.queries as q
+    import compilewatch.app.queries as q
     out = []
     for mod in sorted(q.__all__ if hasattr(q, "__all__") else []) or ["common", "compare", "hotspots", "overview",
                                                                          "recompiles", "run_detail", "speedups"]:
-        m = importlib.import_module(f"app.queries.{mod}")
+        m = importlib.import_module(f"compilewatch.app.queries.{mod}")
         for name, fn in inspect.getmembers(m, inspect.isfunction):
             if fn.__module__ == m.__name__ and not name.startswith("_") and list(inspect.signature(fn).parameters)[:2] == ["con", "f"]:
                 out.append((f"{mod}.{name}", fn))
@@ -93,7 +94,7 @@ def test_same_inputs_same_tables_and_pages(lake_store, tmp_path):
     for store in (embedded, lake_store):
         report = ingest_paths(store, inputs)
         assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
-    from app.filters import Filters
+    from compilewatch.app.filters import Filters
     with embedded.read() as emb, lake_store.read() as lake:
         assert tables(lake) == tables(emb)
         for t in tables(emb):
@@ -163,7 +164,7 @@ def test_four_racing_ingests_and_reingests_store_each_file_once(lake_store):
 
 def _assert_rows_match_files(store):
     """Every files row's `records` equals the rows stored under its file_id: nothing half-stored."""
-    from ingest.records import EVENT_TABLES
+    from compilewatch.ingest.records import EVENT_TABLES
     with store.read() as con:
         union = " UNION ALL ".join(f"SELECT file_id FROM {t}" for t in EVENT_TABLES)
         bad = con.execute(
@@ -209,7 +210,7 @@ def test_postgres_down_is_a_clear_error_and_reads_recover(postgres, lake_store):
     assert ingest_paths(lake_store, [TRACE]).ok
     postgres.stop("fast")
     try:
-        from ingest.errors import StoreError
+        from compilewatch.core.errors import StoreError
         with pytest.raises(StoreError) as e:
             with lake_store.read() as con:
                 con.execute("SELECT count(*) FROM runs").fetchall()
@@ -309,7 +310,7 @@ def test_inbox_workers_on_one_lake_claim_each_bundle_once(lake_store):
 
 
 def test_reingest_on_ducklake_replaces_rows_once(lake_store):
-    from ingest.reingest import reingest
+    from compilewatch.ingest.reingest import reingest
     assert ingest_paths(lake_store, [TRACE, TEXTS[0]]).ok
     with lake_store.read() as con:
         before = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables(con)}

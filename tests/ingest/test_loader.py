@@ -7,9 +7,9 @@ import zipfile
 
 import pytest
 
-from ingest import parsing, staging
-from ingest.bundle import Manifest, write_manifest
-from ingest.loader import ingest_paths
+from compilewatch.ingest import parsing, staging
+from compilewatch.ingest.bundle import Manifest, write_manifest
+from compilewatch.ingest.loader import ingest_paths
 
 BENCH = "dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_peak_mem,dynamo_peak_mem,graph_breaks,unique_graphs\n" \
         "cuda,resnet50,32,1.31,10.5,41.2,0.98,3.1,3.2,0,1\n"
@@ -143,7 +143,7 @@ def test_crash_inside_the_database_transaction_rolls_back(store, tmp_path, monke
 
 
 def test_reingest_replaces_a_files_rows_once(store, tmp_path):
-    from ingest.reingest import reingest
+    from compilewatch.ingest.reingest import reingest
     f = tmp_path / "b.csv"
     f.write_text(BENCH)
     ingest_paths(store, [f])
@@ -169,7 +169,7 @@ def test_bundle_text_beside_a_trace_is_kept_but_not_counted_twice(store, tmp_pat
     assert n == 0 and rep["rank0.log.gz"].records.get("graph_breaks", 0) > 0
     assert kinds == ["manifest", "torch_logs", "torch_trace"]
     # and a re-parse by a later parser version keeps to the same rule
-    from ingest.reingest import reingest
+    from compilewatch.ingest.reingest import reingest
     with store.read() as con:
         before = con.execute("SELECT count(*) FROM graph_breaks").fetchall()[0][0]
     assert reingest(store, all_files=True) == 2

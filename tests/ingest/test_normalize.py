@@ -5,7 +5,7 @@ a CPU torch 2.13 run (tests/fixtures/text/README.md).
 """
 import pytest
 
-from ingest.normalize import (
+from compilewatch.ingest.normalize import (
     CATEGORIES,
     classify_guard_failure,
     graph_break_key,

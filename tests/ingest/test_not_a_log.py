@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from ingest import parsing
-from ingest.loader import ingest_paths
-from ingest.parsing import UnknownTableError, parse_into
-from ingest.records import CollectingSink
-from ingest.units import Unit
+from compilewatch.ingest import parsing
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.ingest.parsing import UnknownTableError, parse_into
+from compilewatch.ingest.records import CollectingSink
+from compilewatch.ingest.units import Unit
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -91,7 +91,7 @@ def test_a_folder_walk_skips_what_is_not_a_log_and_says_so(store, tmp_path):
 
 def test_sample_logs_store_one_run_per_bundle(tmp_path):
     """The first-start store: as many runs as bundles (README.md is not a run)."""
-    from ingest.summary import summarize
+    from compilewatch.ingest.summary import summarize
 
     sample = REPO / "sample_logs" / "cpu-torch2.13"
     if not sample.is_dir():
@@ -148,7 +148,7 @@ def test_a_row_for_an_unknown_table_is_an_error(monkeypatch):
             sink.row("graph_break_stacks", {"x": 1})   # a table no migration creates
         return run
     monkeypatch.setattr(parsing, "parser_for", with_a_new_table)
-    from ingest.units import resolve_kind
+    from compilewatch.ingest.units import resolve_kind
 
     unit = Unit(TEXT, TEXT.name, explicit=True)
     kind, sniffed = resolve_kind(unit)

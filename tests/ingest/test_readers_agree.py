@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from ingest import detect
-from ingest.records import CollectingSink
-from ingest.text import parse_text
-from ingest.trace import parse_trace
-from ingest.units import expand
+from compilewatch.ingest import file_kind as detect
+from compilewatch.ingest.records import CollectingSink
+from compilewatch.ingest.text import parse_text
+from compilewatch.ingest.trace import parse_trace
+from compilewatch.ingest.units import expand
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLES = sorted(REPO.glob("sample_logs/**/*.tar.gz")) + sorted(REPO.glob("tests/fixtures/**/*.tar.gz"))

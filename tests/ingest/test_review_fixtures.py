@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.loader import ingest_paths
-from ingest.store import Store
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import open_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "review"
 LABELS = ("clean", "clean_rerun", "breaks", "slow_step")
@@ -17,7 +17,7 @@ LABELS = ("clean", "clean_rerun", "breaks", "slow_step")
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    s = Store.open(tmp_path_factory.mktemp("review") / "cw.duckdb")
+    s = open_store(tmp_path_factory.mktemp("review") / "cw.duckdb")
     report = ingest_paths(s, [FIXTURES / label for label in LABELS])
     assert report.ok and report.errors == 0, [(f.name, f.message) for f in report.files if f.status != "stored"]
     return s

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from ingest.loader import ingest_paths
-from ingest.reingest import reingest
-from ingest.run_metrics import METRICS, refresh_run_metrics
-from ingest.store import Store
-from ingest.summary import summarize
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.ingest.reingest import reingest
+from compilewatch.ingest.summary import summarize
+from compilewatch.store import open_store
+from compilewatch.store.run_metrics import METRICS, refresh_run_metrics
 
 REPO = Path(__file__).resolve().parents[2]
 H200 = REPO / "sample_logs/gpu-h200-torch2.11/resnet50_default_train_run1.tar.gz"
@@ -40,7 +40,7 @@ def _run_id(archive: Path) -> str:
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    store = Store.open(tmp_path_factory.mktemp("metrics") / "cw.duckdb")
+    store = open_store(tmp_path_factory.mktemp("metrics") / "cw.duckdb")
     report = ingest_paths(store, [H200, H200_COLLECT, CPU_213, CPU_214, LOOSE])
     assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
     return store
@@ -131,7 +131,7 @@ def test_one_refresh_for_all_equals_per_run_refreshes(db):
 
 def test_a_store_from_before_is_backfilled_on_migration_and_by_reingest(tmp_path):
     """Make a schema-1 store holding real runs, then open it with this version."""
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     assert ingest_paths(store, [H200_COLLECT, CPU_213]).ok
     with store.write() as con:       # back to schema 1: drop what migration 002 added
         for stmt in ("DROP TABLE run_metrics", "DROP TABLE timing_summaries",
@@ -140,7 +140,7 @@ def test_a_store_from_before_is_backfilled_on_migration_and_by_reingest(tmp_path
                      "DELETE FROM _migrations WHERE name = '002_run_metrics.sql'",
                      "UPDATE files SET parser_version = 1"):
             con.execute(stmt)
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     with store.read() as con:
         hw = sorted(r[0] for r in con.execute("SELECT hardware FROM runs").fetchall())
         metrics = dict(con.execute("SELECT metric, count(*) FROM run_metrics GROUP BY metric").fetchall())
@@ -161,7 +161,7 @@ def test_world_size_of_a_two_rank_job_is_part_of_its_hardware(tmp_path):
     bundle = REPO / "tests/fixtures/ranks/ddp_same.tar.gz"
     if not bundle.exists():
         pytest.skip("no multi-rank fixture")
-    store = Store.open(tmp_path / "cw.duckdb")
+    store = open_store(tmp_path / "cw.duckdb")
     assert ingest_paths(store, [bundle]).ok
     with store.read() as con:
         assert con.execute("SELECT hardware, world_size FROM runs").fetchall() == [("CPU ×2", 2)]

@@ -7,21 +7,23 @@ import time
 
 import pytest
 
-from ingest.errors import StoreError
-from ingest.store import Store, migrations
+from compilewatch.core.errors import StoreError
+from compilewatch.store import open_store
+from compilewatch.store.embedded import EmbeddedStore
+from compilewatch.store.files import migrations
 
 
 def test_migrations_apply_once_and_are_recorded(tmp_path):
-    s = Store.open(tmp_path / "a.duckdb")
+    s = open_store(tmp_path / "a.duckdb")
     with s.read() as con:
         names = [r[0] for r in con.execute("SELECT name FROM _migrations ORDER BY name").fetchall()]
     assert names == [n for n, _ in migrations()]
-    assert Store.open(tmp_path / "a.duckdb").migrate() == []
+    assert open_store(tmp_path / "a.duckdb").migrate() == []
 
 
 def test_read_of_missing_database_names_the_fix(tmp_path):
     with pytest.raises(StoreError) as e:
-        with Store(tmp_path / "none.duckdb").read():
+        with EmbeddedStore(tmp_path / "none.duckdb").read():
             pass
     assert "compilewatch ingest" in e.value.hint
 
@@ -34,14 +36,14 @@ def test_data_version_changes_on_write(store):
 
 
 def _writer(db, n, tag):
-    s = Store(db)
+    s = EmbeddedStore(db)
     for i in range(n):
         with s.write() as con:
             con.execute("INSERT INTO runs (run_id, model) VALUES (?, ?)", [f"{tag}-{i}", tag])
 
 
 def _reader(db, seconds, q):
-    s = Store(db)
+    s = EmbeddedStore(db)
     seen, end = 0, time.monotonic() + seconds
     while time.monotonic() < end:
         with s.read() as con:

@@ -5,26 +5,26 @@ from pathlib import Path
 
 import pytest
 
-from ingest.store import Store
+from compilewatch.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
 def samples_db(tmp_path_factory) -> Path:
-    from ingest.loader import ingest_paths
+    from compilewatch.ingest.loader import ingest_paths
 
     folders = [REPO / "sample_logs" / d for d in ("gpu-h200-torch2.11", "cpu-torch2.13", "cpu-torch2.14.1")]
     paths = sorted(p for d in folders if d.exists() for p in d.glob("*.tar.gz"))
     if not paths:
         pytest.skip("sample_logs/ holds no bundles")
     path = tmp_path_factory.mktemp("review-samples") / "compilewatch.duckdb"
-    report = ingest_paths(Store.open(path), paths)
+    report = ingest_paths(open_store(path), paths)
     assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
     return path
 
 
 @pytest.fixture
 def samples_con(samples_db):
-    with Store(samples_db).read() as con:
+    with open_store(samples_db).read() as con:
         yield con

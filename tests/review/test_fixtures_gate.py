@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.store import Store
-from review.baseline import parse_spec
-from review.weekly import review
+from compilewatch.review.baseline import parse_spec
+from compilewatch.review.weekly import review
+from compilewatch.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "review"
@@ -35,15 +35,15 @@ def _bundles(version: str) -> list[Path]:
 def team_db(tmp_path_factory) -> Path:
     if not all(_bundles(v) for v in VERSIONS):
         pytest.skip("tests/fixtures/review/ bundles are not there")
-    from ingest.loader import ingest_paths
+    from compilewatch.ingest.loader import ingest_paths
     path = tmp_path_factory.mktemp("review-fixtures") / "compilewatch.duckdb"
-    report = ingest_paths(Store.open(path), [p for v in VERSIONS for p in _bundles(v)])
+    report = ingest_paths(open_store(path), [p for v in VERSIONS for p in _bundles(v)])
     assert report.ok
     return path
 
 
 def _review(db, base: str, cand: str):
-    with Store(db).read() as con:
+    with open_store(db).read() as con:
         return review(con, parse_spec(f"label={base}"), parse_spec(f"label={cand}"))
 
 
@@ -107,9 +107,9 @@ def test_check_cli_on_the_fixtures(team_db, tmp_path):
         p = check(team_db, "--baseline", f"label={base}", "--candidate", f"label={cand}")
         assert p.returncode == 0, p.stdout
     # the candidate as bundles, ingested first, into a store that holds only the clean runs
-    from ingest.loader import ingest_paths
+    from compilewatch.ingest.loader import ingest_paths
     fresh = tmp_path / "ci" / "compilewatch.duckdb"
-    assert ingest_paths(Store.open(fresh), _bundles("clean")).ok
+    assert ingest_paths(open_store(fresh), _bundles("clean")).ok
     p = check(fresh, "--baseline", "label=clean", *map(str, _bundles("breaks")), "--json")
     assert p.returncode == 1, p.stderr
     assert "new_graph_break" in {x["metric"] for x in json.loads(p.stdout)["regressions"]}

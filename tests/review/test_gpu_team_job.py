@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.store import Store
-from review.baseline import parse_spec
-from review.detect import IMPROVEMENT, REGRESSION, SUSPICIOUS
-from review.weekly import review
+from compilewatch.review.baseline import parse_spec
+from compilewatch.review.regressions import IMPROVEMENT, REGRESSION, SUSPICIOUS
+from compilewatch.review.weekly import review
+from compilewatch.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 H100, H200 = "NVIDIA H100 80GB HBM3 ×1", "NVIDIA H200 ×1"
@@ -19,16 +19,16 @@ H100, H200 = "NVIDIA H100 80GB HBM3 ×1", "NVIDIA H200 ×1"
 
 @pytest.fixture(scope="module")
 def team_con(tmp_path_factory):
-    from ingest.loader import ingest_paths
+    from compilewatch.ingest.loader import ingest_paths
 
     paths = sorted(p for d in ("gpu-h100-torch2.11", "gpu-h200-torch2.11")
                    for p in (REPO / "sample_logs" / d).glob("llama-*.tar.gz"))
     if len(paths) < 24:
         pytest.skip("sample_logs/ does not hold the team job's bundles")
     path = tmp_path_factory.mktemp("team-job") / "compilewatch.duckdb"
-    report = ingest_paths(Store.open(path), paths)
+    report = ingest_paths(open_store(path), paths)
     assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
-    with Store(path).read() as con:
+    with open_store(path).read() as con:
         yield con
 
 
@@ -57,7 +57,7 @@ def test_breaks_are_regressions_with_their_evidence_on_each_gpu(team_con):
 
 
 def _runs_on(con, hardware):
-    from review import series
+    from compilewatch.review import series
     runs = series.select_runs(con, "rv.hardware = ?", [hardware])
     return list(runs["run_id"])
 
@@ -78,7 +78,7 @@ def test_slow_step_shows_only_in_the_iteration_period(team_con):
 @pytest.mark.parametrize("model", ["llama-pretrain", "llama-finetune"])
 @pytest.mark.parametrize("hardware", [H100, H200])
 def test_unchanged_clean_runs_say_nothing_in_any_split(team_con, model, hardware):
-    from review import series
+    from compilewatch.review import series
     runs = series.select_runs(team_con, "rv.model = ? AND rv.label = 'v1-clean' AND rv.hardware = ?", [model, hardware])
     ids = list(runs["run_id"])
     assert len(ids) == 3

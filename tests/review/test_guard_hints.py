@@ -1,7 +1,7 @@
 """Every guard category the normaliser can produce has its own fix hint: a new category without
 one fails here instead of falling back to the generic hint in the dashboard and the report."""
-from ingest.normalize import CATEGORIES
-from review.hints import GUARD_HINTS
+from compilewatch.ingest.normalize import CATEGORIES
+from compilewatch.review.hints import GUARD_HINTS
 
 
 def test_every_guard_category_has_a_hint_and_no_hint_is_orphaned():

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.store import Store
-from review import report, series
-from review.baseline import parse_spec
-from review.weekly import review
+from compilewatch.review import report, series
+from compilewatch.review.baseline import parse_spec
+from compilewatch.review.weekly import review
+from compilewatch.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -26,7 +26,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 def cold_cache_review(samples_db):
     """resnet50 default/train on the H200: the first run compiled with a cold inductor cache (21 s)
     against two warm runs (2.7-2.9 s): a suspicious compile time that the cache explains."""
-    with Store(samples_db).read() as con:
+    with open_store(samples_db).read() as con:
         runs = series.select_runs(con, "rv.model = 'resnet50' AND rv.label = 'default/train'", [])
         first, rest = runs["run_id"].iloc[0], list(runs["run_id"].iloc[1:])
         return review(con, parse_spec(",".join(f"run={r}" for r in rest)), parse_spec(f"run={first}"))

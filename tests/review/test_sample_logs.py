@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from review.baseline import parse_spec
-from review.detect import IMPROVEMENT, REGRESSION, SUSPICIOUS
-from review.errors import SpecError
-from review.weekly import review
+from compilewatch.core.errors import SpecError
+from compilewatch.review.baseline import parse_spec
+from compilewatch.review.regressions import IMPROVEMENT, REGRESSION, SUSPICIOUS
+from compilewatch.review.weekly import review
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _hardware_of(con) -> dict[str, str]:
-    from review import series
+    from compilewatch.review import series
     runs = series.select_runs(con, "TRUE", [])
     return dict(zip(runs["run_id"], runs["hardware"]))
 
@@ -64,7 +64,7 @@ UNCHANGED = [("resnet50", "default/train"), ("resnet18", "default/train"), ("vit
 
 @pytest.mark.parametrize("model, label", UNCHANGED)
 def test_unchanged_job_gives_no_verdict_in_any_split(samples_con, model, label):
-    from review import series
+    from compilewatch.review import series
     runs = series.select_runs(samples_con, "rv.model = ? AND rv.label = ?", [model, label])
     ids = list(runs["run_id"])
     assert len(ids) >= 3

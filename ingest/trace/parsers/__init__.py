@@ -10,9 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import artifacts as artifact_records
-from . import (cache_events, chromium_event, compilation_metrics, dynamo_start, graph_break, interned_string,
-               recompile_reasons, torch_version)
+from compilewatch.ingest.trace.parsers import artifacts as artifact_records
+from compilewatch.ingest.trace.parsers import (
+    cache_events,
+    chromium_event,
+    compilation_metrics,
+    dynamo_start,
+    graph_break,
+    interned_string,
+    recompile_reasons,
+    torch_version,
+)
 
 
 @dataclass(frozen=True)

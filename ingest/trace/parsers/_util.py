@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from ...jsonfast import loads
+from compilewatch.ingest.jsonfast import loads
 
 
 def as_int(v):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import zlib
 
-from ...jsonfast import dumps_line
+from compilewatch.ingest.jsonfast import dumps_line
 
 # Envelope keys whose payload is the artifact (tlparse's SentinelFileParser list plus its named
 # parsers). Their value is {} or a little metadata; NAME_KEY says which value key names the file.

@@ -3,7 +3,7 @@
 cache key, components and, for a bypass, ``cache_bypass_reason``."""
 from __future__ import annotations
 
-from ._util import load_json
+from compilewatch.ingest.trace.parsers._util import load_json
 
 ARTIFACTS = {
     "fx_graph_cache_hit": ("fx_graph", "hit"),

@@ -3,7 +3,7 @@ ph ("B"/"E" begin/end, "X" complete with dur, "i" instant). Begin/end pairs beco
 rows with the begin's line and start and duration_us = end.ts - begin.ts."""
 from __future__ import annotations
 
-from ._util import load_json
+from compilewatch.ingest.trace.parsers._util import load_json
 
 
 def _args_compile_id(ev):

@@ -10,11 +10,11 @@ import hashlib
 import json
 import re
 
-from ..envelope import format_compile_id
-from ._util import as_float, as_int, as_str
-from ...formats import recompile_limit
-from ...formats.graph_break import is_break
-from .graph_break import break_row, parse_reason
+from compilewatch.ingest.formats import recompile_limit
+from compilewatch.ingest.formats.graph_break import is_break
+from compilewatch.ingest.trace.envelope import format_compile_id
+from compilewatch.ingest.trace.parsers._util import as_float, as_int, as_str
+from compilewatch.ingest.trace.parsers.graph_break import break_row, parse_reason
 
 _INT_FIELDS = ("co_firstlineno", "guard_count", "shape_env_guard_count", "graph_op_count", "graph_node_count",
                "graph_input_count", "cache_size", "accumulated_cache_size", "fail_user_frame_lineno")

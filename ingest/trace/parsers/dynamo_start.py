@@ -3,7 +3,7 @@
 all) still gets a ``compiles`` row when the file ends."""
 from __future__ import annotations
 
-from ._util import as_int
+from compilewatch.ingest.trace.parsers._util import as_int
 
 
 def parse(env, ctx) -> None:

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 
-from ...formats.graph_break import is_nested
-from ...formats.graph_break import parse_reason as reason_parts
-from ...normalize import graph_break_key, normalize_reason
+from compilewatch.ingest.formats.graph_break import is_nested
+from compilewatch.ingest.formats.graph_break import parse_reason as reason_parts
+from compilewatch.ingest.normalize import graph_break_key, normalize_reason
 
 _AT = re.compile(r"Graph break in user code at (.+):(\d+)\s*$", re.M)
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+?)\s*$', re.M)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from ...normalize import classify_guard_failure, strip_entry_prefix
+from compilewatch.ingest.normalize import classify_guard_failure, strip_entry_prefix
 
 
 def reasons_of(text: str) -> list[str]:

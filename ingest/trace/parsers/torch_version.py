@@ -2,7 +2,7 @@
 trace file opens, 2.8+): ``{"pytorch_version": "2.13.0+cpu", "commit": ..., "oss": true}``."""
 from __future__ import annotations
 
-from ._util import load_json
+from compilewatch.ingest.trace.parsers._util import load_json
 
 
 def parse(env, ctx) -> None:

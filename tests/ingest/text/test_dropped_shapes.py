@@ -7,8 +7,8 @@ import io
 import json
 from pathlib import Path
 
-from ingest.records import CollectingSink
-from ingest.text import parse_text
+from compilewatch.ingest.records import CollectingSink
+from compilewatch.ingest.text import parse_text
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "text"
 

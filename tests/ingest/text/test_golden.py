@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.records import CollectingSink
-from ingest.text import parse_text
+from compilewatch.ingest.records import CollectingSink
+from compilewatch.ingest.text import parse_text
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "text"
 GOLDEN = FIXTURES / "golden"

@@ -2,8 +2,8 @@
 code at:" just before the [__graph_breaks] record of the same break: one break, not two."""
 from pathlib import Path
 
-from ingest.records import CollectingSink
-from ingest.text import parse_text
+from compilewatch.ingest.records import CollectingSink
+from compilewatch.ingest.text import parse_text
 
 LOG = Path(__file__).resolve().parents[2] / "fixtures" / "text" / "torch2.11_h200_item_warning_then_break.log"
 

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.records import CollectingSink
-from ingest.text import parse_text
-from ingest.text.reader import RecordAssembler
-from ingest.text.registry import parser_for
+from compilewatch.ingest.records import CollectingSink
+from compilewatch.ingest.text import parse_text
+from compilewatch.ingest.text.reader import RecordAssembler
+from compilewatch.ingest.text.registry import parser_for
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "text"
 SPLIT_FIXTURES = [

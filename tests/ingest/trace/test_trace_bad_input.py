@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
-from ingest.trace import parse_trace
-from ingest.records import CollectingSink
 from trace_support import FIXTURES, parse_bytes, read_log, split_lines, summary
+
+from compilewatch.ingest.records import CollectingSink
+from compilewatch.ingest.trace import parse_trace
 
 LOG = read_log(FIXTURES / "recompile_limit.log.gz")
 GOOD = parse_bytes(LOG)

@@ -6,9 +6,9 @@ import hashlib
 import io
 
 import pytest
-
-from ingest.trace.envelope import format_compile_id
 from trace_support import PUBLIC, fixture_logs, parse_bytes, read_log, summary
+
+from compilewatch.ingest.trace.envelope import format_compile_id
 
 
 def _torch_record(metadata_json: str, payload: str) -> bytes:

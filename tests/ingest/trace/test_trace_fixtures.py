@@ -12,7 +12,6 @@ import json
 from collections import Counter
 
 import pytest
-
 from trace_support import FIXTURES, GOLDENS, fixture_logs, parse_path, summary
 
 

@@ -21,10 +21,10 @@ from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from ingest.records import CollectingSink
-from ingest.trace import TraceParser
 from trace_support import FIXTURES, parse_bytes, read_log, split_lines
+
+from compilewatch.ingest.records import CollectingSink
+from compilewatch.ingest.trace import TraceParser
 
 LOGS = {name: read_log(FIXTURES / name) for name in ("recompile_limit.log.gz", "graph_break_recompile.log.gz")}
 LINES = {name: split_lines(data) for name, data in LOGS.items()}

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
 from trace_support import PUBLIC, parse_path
 
 pytestmark = pytest.mark.skipif(not PUBLIC.is_dir(), reason=f"{PUBLIC} not present")

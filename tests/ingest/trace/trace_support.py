@@ -7,8 +7,8 @@ import io
 from collections import Counter
 from pathlib import Path
 
-from ingest.records import CollectingSink
-from ingest.trace import TraceParser
+from compilewatch.ingest.records import CollectingSink
+from compilewatch.ingest.trace import TraceParser
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures" / "trace"

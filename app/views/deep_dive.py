@@ -7,10 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import ui
-from app.filters import Filters
-from app.queries import deep_dive as q
-from deepdive import artifacts, gb_registry, perfetto
+from compilewatch.app import ui
+from compilewatch.app.filters import Filters
+from compilewatch.app.queries import deep_dive as q
+from compilewatch.deepdive import artifacts, gb_registry, perfetto
 
 SHOW_MAX_CHARS = 200_000  # beyond this the page shows the head and offers the whole as a download
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import shutil
 
-from .errors import StoreError
-from .stats import SYSTEM_TABLES, column_names, row_counts, table_names
+from compilewatch.core.errors import StoreError
+from compilewatch.store.stats import SYSTEM_TABLES, column_names, row_counts, table_names
 
 SOURCE = "cw_copy_source"
 

@@ -5,7 +5,7 @@ registration::
 
     @command("report", "write the weekly report", db_arg(), arg("--out", help="..."))
     def report(args) -> int:
-        from review.report import write_report
+        from compilewatch.review.report import write_report
         ...
         return 0
 
@@ -22,11 +22,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from collectors import cli as collectors_cli
-from ingest.errors import CompileWatchError
-
-from . import settings
-from .output import IngestProgress, console, render, safe, say, table
+from compilewatch.cli import collect as collectors_cli
+from compilewatch.cli.output import IngestProgress, console, render, safe, say, table
+from compilewatch.core import settings
+from compilewatch.core.errors import CompileWatchError
 
 
 # -- registry ------------------------------------------------------------------------------------
@@ -72,7 +71,7 @@ def data_path_arg() -> tuple[tuple, dict]:
 # -- output helpers ----------------------------------------------------------------------------
 def require_paths(paths) -> None:
     """A path that is not there is bad input: refuse before doing anything (exit 2, naming it)."""
-    from ingest.units import missing, missing_error
+    from compilewatch.ingest.units import missing, missing_error
 
     gone = missing(paths)
     if gone:
@@ -103,11 +102,11 @@ def _table(rows: list[list], headers: list[str]) -> str:
              help="any unparsable line fails the file (nothing of it is stored) and the exit status"),
          arg("--quiet", action="store_true", help="no progress bar"))
 def cmd_ingest(args) -> int:
-    from ingest.loader import ingest_paths
-    from ingest.store import Store
+    from compilewatch.ingest.loader import ingest_paths
+    from compilewatch.store import open_store
 
     require_paths(args.paths)
-    store = Store.open(args.db)
+    store = open_store(args.db)
     with IngestProgress(sys.stderr.isatty() and not args.quiet) as bar:
         report = ingest_paths(store, args.paths, model=args.model, label=args.label,
                               torch_version=args.torch_version, strict=args.strict, progress=bar, run_id=args.run_id)
@@ -132,7 +131,7 @@ def cmd_ingest(args) -> int:
          arg("--json", action="store_true", help="one JSON object on stdout"),
          arg("--strict", action="store_true", help="exit 1 when any line could not be parsed"))
 def cmd_summarize(args) -> int:
-    from ingest.summary import summarize
+    from compilewatch.ingest.summary import summarize
 
     require_paths(args.paths)
     summary = summarize(args.paths)
@@ -169,7 +168,7 @@ SPEC_HELP = ("KEY=VALUE, repeatable or comma-separated; KEY: label, torch, commi
          arg("--max-failures", type=int, help="most failed compiles allowed"),
          arg("--max-errors", type=int, help="most unparsable lines allowed"))
 def cmd_check(args) -> int:
-    from ingest.errors import InputError
+    from compilewatch.core.errors import InputError
 
     limits = [("graph_breaks", args.max_graph_breaks, "graph breaks"), ("recompiles", args.max_recompiles, "recompiles"),
               ("limit_hits", args.max_limit_hits, "recompile-limit hits"), ("failures", args.max_failures, "failed compiles"),
@@ -182,7 +181,7 @@ def cmd_check(args) -> int:
     problems: list[str] = []
     summary = None
     if args.paths and (any(limit is not None for _, limit, _ in limits) or not compare):
-        from ingest.summary import summarize
+        from compilewatch.ingest.summary import summarize
 
         summary = summarize(args.paths)
         if summary["bad_input"]:   # a gate that passes on a file it could not read would pass on anything
@@ -192,10 +191,10 @@ def cmd_check(args) -> int:
                 problems.append(f"{summary[key]} {words} > allowed {limit}")
     result = None
     if compare:
-        from ingest.store import Store
-        from review.gate import run_review
+        from compilewatch.review.gate import run_review
+        from compilewatch.store import open_store
 
-        result = run_review(Store.open(args.db), args.baseline, args.candidate, args.since,
+        result = run_review(open_store(args.db), args.baseline, args.candidate, args.since,
                             candidate_paths=args.paths or None, require_sides=True)
     failed = bool(problems) or bool(result and result.regressions)
     if args.json:
@@ -239,17 +238,17 @@ def cmd_check(args) -> int:
 def cmd_report(args) -> int:
     from pathlib import Path
 
-    from ingest.store import Store
-    from review import report
-    from review.errors import SpecError
-    from review.gate import run_review
+    from compilewatch.core.errors import SpecError
+    from compilewatch.review import report
+    from compilewatch.review.gate import run_review
+    from compilewatch.store import open_store
 
     out = Path(args.out)
     if out.suffix.lower() not in (".html", ".htm", ".md", ".markdown"):
         raise SpecError(f"cannot tell the report format from '{args.out}'", "name the file *.html or *.md")
     if not out.parent.exists():
         raise SpecError(f"no folder {out.parent} for the report", "create it or write the report elsewhere")
-    store = Store.open(args.db)
+    store = open_store(args.db)
     result = run_review(store, args.baseline, args.candidate, args.since)
     out.write_text(report.render(result, out.name), encoding="utf-8")
     print(f"{out}: {len(result.regressions)} regression(s), {len(result.suspicious)} suspicious, "
@@ -263,10 +262,10 @@ def cmd_report(args) -> int:
          db_arg(),
          arg("--all", action="store_true", help="every file, not only those parsed by an older parser version"))
 def cmd_reingest(args) -> int:
-    from ingest.reingest import reingest
-    from ingest.store import Store
+    from compilewatch.ingest.reingest import reingest
+    from compilewatch.store import open_store
 
-    store = Store.open(args.db)
+    store = open_store(args.db)
     n = reingest(store, all_files=args.all)
     print(f"re-parsed {n} file(s) from {store.raw_dir}")
     return 0
@@ -277,10 +276,10 @@ def cmd_reingest(args) -> int:
          arg("--watch", action="store_true", help="keep watching instead of one pass"),
          arg("--interval", type=float, default=5.0, help="seconds between passes with --watch (default %(default)s)"))
 def cmd_inbox(args) -> int:
-    from ingest.inbox import process_once, watch
-    from ingest.store import Store
+    from compilewatch.ingest.inbox import process_once, watch
+    from compilewatch.store import open_store
 
-    store = Store.open(args.db)
+    store = open_store(args.db)
     store.inbox_dir.mkdir(exist_ok=True)
 
     def show(name, report):
@@ -303,10 +302,10 @@ def cmd_inbox(args) -> int:
          arg("--json", action="store_true", help="one JSON object: every table's name with its row count, and the rest"),
          arg("--top", type=int, default=10, help="rows of each runs-per-... list (default %(default)s)"))
 def cmd_stats(args) -> int:
-    from ingest.stats import store_stats
-    from ingest.store import Store
+    from compilewatch.store import open_store
+    from compilewatch.store.stats import store_stats
 
-    stats = store_stats(Store.open(args.db), top=args.top)
+    stats = store_stats(open_store(args.db), top=args.top)
     if args.json:
         print(json.dumps(stats, indent=2, default=str))
         return 0
@@ -340,8 +339,8 @@ def _bytes(n: int | None) -> str:
          arg("--from-data-path", metavar="DIR", help="data path of a DuckLake --from (default: the data_path setting)"),
          arg("--to-data-path", metavar="DIR", help="data path of a DuckLake --to (default: the data_path setting)"))
 def cmd_store_copy(args) -> int:
-    from ingest.copy import copy_store
-    from ingest.store import open_store
+    from compilewatch.store import open_store
+    from compilewatch.store.copy import copy_store
 
     src = open_store(args.src, args.from_data_path)
     dst = open_store(args.dst, args.to_data_path)
@@ -361,7 +360,7 @@ def cmd_store_copy(args) -> int:
 def cmd_dashboard(args) -> int:
     import subprocess
 
-    from app import server
+    from compilewatch.app import server
 
     env = dict(os.environ, **{settings.BY_NAME["db"].env: args.db})
     address = args.address or settings.get("listen_address")
@@ -378,12 +377,12 @@ def cmd_dashboard(args) -> int:
                      "Ranks whose compile ids, graph count, cache hits/misses, recompiles or graph breaks differ "
                      "from the reference group are flagged with the difference (as tlparse --all-ranks-html).")
 def cmd_ranks(args) -> int:
-    from app.filters import Filters
-    from app.queries import ranks
-    from ingest.errors import InputError
-    from ingest.store import Store
+    from compilewatch.app.filters import Filters
+    from compilewatch.app.queries import ranks
+    from compilewatch.core.errors import InputError
+    from compilewatch.store import open_store
 
-    store = Store.open(args.db)
+    store = open_store(args.db)
     with store.read() as con:
         if not args.run:
             runs = ranks.multi_rank_runs(con, Filters(limit=50))
@@ -430,13 +429,13 @@ def cmd_ranks(args) -> int:
          arg("--limit", type=int, default=20, help="rows (default %(default)s)"),
          arg("--json", action="store_true", help="one JSON object on stdout"))
 def cmd_compile_time(args) -> int:
-    from app.filters import Filters
-    from app.queries import compile_time
-    from ingest.store import Store
+    from compilewatch.app.filters import Filters
+    from compilewatch.app.queries import compile_time
+    from compilewatch.store import open_store
 
     f = Filters(models=tuple(args.model), torch_versions=tuple(args.torch_version), search=args.search,
                 limit=args.limit)
-    with Store.open(args.db).read() as con:
+    with open_store(args.db).read() as con:
         frames = compile_time.frame_hotspots(con, f)
         linkage = compile_time.runtime_linkage(con, f)
     if args.json:
@@ -469,10 +468,10 @@ def cmd_compile_time(args) -> int:
          arg("--rank", type=int, help="only this rank's compile (multi-rank runs)"),
          db_arg())
 def cmd_show(args) -> int:
-    from deepdive import show
-    from ingest.store import Store
+    from compilewatch.deepdive import show
+    from compilewatch.store import open_store
 
-    with Store.open(args.db).read() as con:
+    with open_store(args.db).read() as con:
         if args.artifact:
             text = show.artifact_text(con, args.run, args.compile_id, args.artifact, rank=args.rank)
         elif args.compile_id:
@@ -488,10 +487,10 @@ def cmd_show(args) -> int:
          arg("--out", required=True, help="file to write, e.g. run.trace.json ('-' for stdout)"),
          db_arg())
 def cmd_export_trace(args) -> int:
-    from deepdive import perfetto
-    from ingest.store import Store
+    from compilewatch.deepdive import perfetto
+    from compilewatch.store import open_store
 
-    with Store.open(args.db).read() as con:
+    with open_store(args.db).read() as con:
         trace = perfetto.chrome_trace(con, args.run)
     data = perfetto.to_json(trace)
     if args.out == "-":
@@ -525,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
         if any(names == ("--db",) for names, _ in c.args):
             cp.add_argument(*data_path_arg()[0], **data_path_arg()[1])
         cp.set_defaults(func=c.func)
-    collectors_cli.add_subcommands(sub)   # `collect` and `bench`, also `python -m collectors ...`
+    collectors_cli.add_subcommands(sub)   # `collect` and `bench`
     return p
 
 

@@ -2,8 +2,8 @@
 trying it on one machine, for the tests and for the benchmarks. It runs Debian's `postgresql` package
 (`apt-get install postgresql`), started with initdb/pg_ctl, not the system cluster.
 
-    python -m ingest.pglocal start DIR [--port N]   # prints the COMPILEWATCH_DB value
-    python -m ingest.pglocal stop DIR
+    python -m compilewatch.store.pglocal start DIR [--port N]   # prints the COMPILEWATCH_DB value
+    python -m compilewatch.store.pglocal stop DIR
 
 A production team server is an ordinary PostgreSQL the hosts can reach; see the README's "team server".
 """
@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import StoreError
+from compilewatch.core.errors import StoreError
 
 DBNAME = "compilewatch"
 _INSTALL_HINT = "install Debian's PostgreSQL: apt-get install -y postgresql (scripts/setup.sh --dev does it as root)"
@@ -122,7 +122,7 @@ class LocalPostgres:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ingest.pglocal", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m compilewatch.store.pglocal", description=__doc__.splitlines()[0])
     ap.add_argument("action", choices=["start", "stop", "status"])
     ap.add_argument("folder", help="folder holding the server's data (created)")
     ap.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 from rich.text import Text
 
-from . import safetext
+from compilewatch.core import safetext
 
 # Not a terminal (CI logs, pipes): wide enough that a line of the table stays one line to grep.
 _PIPE_WIDTH = 200

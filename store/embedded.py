@@ -16,108 +16,27 @@ transaction; a writer crashing mid-file leaves nothing behind (DuckDB rolls back
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import time
 import uuid
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Callable
 
 import duckdb
 
-from compilewatch import settings
-
-from . import scratch
-from .derived import after_migration
-from .errors import StoreBusyError, StoreError
+from compilewatch.core import settings
+from compilewatch.core.errors import StoreBusyError, StoreError
+from compilewatch.store import scratch
+from compilewatch.store.derived import after_migration
+from compilewatch.store.files import applied_migrations, folder_bytes, keep_raw, lock_timeout, migrations, quote
 
 WRITER_MEMORY = "64MB"
 
 
-def lock_timeout() -> float:
-    try:
-        return settings.get_float("lock_timeout")
-    except settings.SettingError as e:
-        raise StoreError(str(e), "set it to a number of seconds") from None
+class EmbeddedStore:
+    """The embedded backend: one DuckDB file in a folder of its own (see the module docstring)."""
 
-
-def migrations() -> list[tuple[str, str]]:
-    """(name, sql) for every migrations/NNN_*.sql, in order."""
-    folder = resources.files("ingest") / "migrations"
-    items = sorted((p.name, p.read_text(encoding="utf-8")) for p in folder.iterdir() if p.name.endswith(".sql"))
-    return items
-
-
-def stage_raw(tmp_dir: Path, src: Path) -> tuple[str, Path, int]:
-    """Copy src into tmp_dir while hashing it, in one read pass. Returns (sha256, the copy, size).
-    publish_raw moves the copy into raw/ once the file is going to be stored, so a file that is
-    refused leaves nothing behind (the caller unlinks the copy). tmp_dir is the store's own, on
-    the same filesystem as raw/, so the final rename is atomic."""
-    h = hashlib.sha256()
-    size = 0
-    tmp = tmp_dir / f"raw-{uuid.uuid4().hex}"
-    try:
-        with open(src, "rb") as fin, open(tmp, "wb") as fout:
-            while chunk := fin.read(1 << 20):
-                h.update(chunk)
-                fout.write(chunk)
-                size += len(chunk)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return h.hexdigest(), tmp, size
-
-
-def publish_raw(folder: Path, sha: str, staged: Path) -> str:
-    """Move a staged copy into folder/raw/ under its sha256; returns the path relative to folder.
-    Content-addressed, so a file kept twice (by any host) is stored once, and an orphan (a crash
-    between this and the database commit) is harmless."""
-    rel = Path("raw") / sha[:2] / sha
-    dest = folder / rel
-    try:
-        if not dest.exists():
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            staged.replace(dest)
-    finally:
-        staged.unlink(missing_ok=True)
-    return rel.as_posix()
-
-
-def keep_raw(folder: Path, tmp_dir: Path, src: Path) -> tuple[str, str, int]:
-    """stage_raw then publish_raw: (sha256, path relative to folder, size)."""
-    sha, staged, size = stage_raw(tmp_dir, src)
-    return sha, publish_raw(folder, sha, staged), size
-
-
-def _quote(s: str) -> str:
-    return s.replace("'", "''")
-
-
-def folder_bytes(folder: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(folder):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
-
-
-def open_store(db: str | os.PathLike | None = None, data_path: str | os.PathLike | None = None):
-    """The store `db` names: a file path (embedded DuckDB, the default) or
-    `ducklake:postgres:<libpq connection string>` (DuckLake; Parquet and raw files under data_path,
-    default: the data_path setting). Both have the same interface; see ingest.lake."""
-    from .lake import LakeStore, is_lake
-    db = os.fspath(db) if db is not None else None
-    if is_lake(db):
-        return LakeStore.open(db, data_path or settings.get("data_path") or None)
-    return Store.open(db)
-
-
-class Store:
     backend = "duckdb"
 
     def __init__(self, db_path: Path):
@@ -131,17 +50,13 @@ class Store:
 
     @property
     def tmp_dir(self) -> Path:
-        """This process's scratch folder (ingest/scratch.py): swept once the process is gone."""
+        """This process's scratch folder (store/scratch.py): swept once the process is gone."""
         return scratch.process_dir(self.tmp_root)
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
-    def open(cls, db_path: str | os.PathLike | None = None, data_path: str | os.PathLike | None = None):
-        """Create the folder and database if needed and apply pending migrations. A
-        `ducklake:postgres:...` db opens the DuckLake store instead (see open_store)."""
-        from .lake import is_lake
-        if is_lake(db_path):
-            return open_store(db_path, data_path)
+    def open(cls, db_path: str | os.PathLike | None = None) -> "EmbeddedStore":
+        """Create the folder and database if needed and apply pending migrations."""
         store = cls(Path(db_path or settings.get("db")))
         try:
             store.folder.mkdir(parents=True, exist_ok=True)
@@ -159,12 +74,12 @@ class Store:
         # Cheap check under a shared lock first: the dashboard opens the store on every rerun.
         if self.db_path.exists():
             with self.read() as con:
-                if set(self._applied(con)) >= {n for n, _ in migrations()}:
+                if set(applied_migrations(con)) >= {n for n, _ in migrations()}:
                     return applied
         with self.write() as con:
             con.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR PRIMARY KEY, "
                         "applied_at TIMESTAMP DEFAULT current_timestamp)")
-            done = set(self._applied(con))
+            done = set(applied_migrations(con))
             for name, sql in migrations():
                 if name in done:
                     continue
@@ -180,14 +95,6 @@ class Store:
                     raise StoreError(f"migration {name} failed: {e}", "the database may be from a newer compilewatch")
                 applied.append(name)
         return applied
-
-    @staticmethod
-    def _applied(con) -> list[str]:
-        """Names of the applied migrations; none on a database this code has not created yet."""
-        try:
-            return [r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()]
-        except duckdb.CatalogException:
-            return []
 
     # -- locking -------------------------------------------------------------------------------
     @contextmanager
@@ -302,7 +209,7 @@ class Store:
         """This store's database attached read-only to `con` (another store's connection) as `alias`,
         under this store's shared lock."""
         with self._flock(False, lock_timeout()):
-            con.execute(f"ATTACH '{_quote(str(self.db_path))}' AS {alias} (READ_ONLY)")
+            con.execute(f"ATTACH '{quote(str(self.db_path))}' AS {alias} (READ_ONLY)")
             try:
                 yield
             finally:

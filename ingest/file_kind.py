@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .formats import glog
+from compilewatch.ingest.formats import glog
 
 GZIP_MAGIC = b"\x1f\x8b"
 SNIFF_BYTES = 256 * 1024

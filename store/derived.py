@@ -1,10 +1,10 @@
-"""Per-run facts derived from a run's stored rows: its hardware (ingest/hardware.py) and its
-metrics (ingest/run_metrics.py). Refreshed inside the ingest transaction of each of the run's
+"""Per-run facts derived from a run's stored rows: its hardware (store/hardware.py) and its
+metrics (store/run_metrics.py). Refreshed inside the ingest transaction of each of the run's
 files, after a reingest, and for every stored run when the migration that added them is applied."""
 from __future__ import annotations
 
-from .hardware import refresh_hardware
-from .run_metrics import refresh_run_metrics
+from compilewatch.store.hardware import refresh_hardware
+from compilewatch.store.run_metrics import refresh_run_metrics
 
 # Migrations after which every stored run's derived facts are rebuilt (same transaction).
 BACKFILL_AFTER = {"002_run_metrics.sql"}

@@ -32,17 +32,15 @@ from typing import Callable
 
 import duckdb
 
-from . import scratch
-from .errors import StoreError
+from compilewatch.core.errors import StoreError
+from compilewatch.store import LAKE_PREFIX as PREFIX
+from compilewatch.store import scratch
+from compilewatch.store.derived import after_migration
+from compilewatch.store.files import applied_migrations, folder_bytes, keep_raw, migrations, quote
 
-PREFIX = "ducklake:postgres:"
 CLAIMS = "compilewatch_claims"
 FILE_ID_SEQ = "compilewatch_file_id"
 COMMIT_RETRIES = 50
-
-
-def is_lake(db: str | os.PathLike | None) -> bool:
-    return isinstance(db, str) and db.startswith(PREFIX)
 
 
 def extension_path(package: str, name: str) -> str:
@@ -114,7 +112,7 @@ def is_duplicate_key(e: Exception) -> bool:
 
 
 class LakeStore:
-    """Same interface as ingest.store.Store (read, write, store_file, keep_raw, data_version...)."""
+    """The DuckLake backend of the Store interface (compilewatch.store.Store)."""
 
     backend = "ducklake"
 
@@ -148,7 +146,7 @@ class LakeStore:
 
     @property
     def tmp_dir(self) -> Path:
-        """This process's scratch folder (ingest/scratch.py), on the data path beside raw/."""
+        """This process's scratch folder (store/scratch.py), on the data path beside raw/."""
         return scratch.process_dir(self.tmp_root)
 
     def _database(self):
@@ -159,9 +157,9 @@ class LakeStore:
                 con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB"})
                 try:
                     load_extensions(con)
-                    con.execute(f"ATTACH '{PREFIX}{_quote(libpq(self.spec))}' AS lake "
-                                f"(DATA_PATH '{_quote(str(self.data_dir))}/')")
-                    con.execute(f"ATTACH '{_quote(libpq(self.spec))}' AS pg (TYPE postgres)")
+                    con.execute(f"ATTACH '{PREFIX}{quote(libpq(self.spec))}' AS lake "
+                                f"(DATA_PATH '{quote(str(self.data_dir))}/')")
+                    con.execute(f"ATTACH '{quote(libpq(self.spec))}' AS pg (TYPE postgres)")
                     con.execute("USE lake")
                 except duckdb.Error as e:
                     con.close()
@@ -279,8 +277,8 @@ class LakeStore:
     def attached(self, con, alias: str):
         """This lake attached read-only to `con` (another store's connection) as `alias`."""
         load_extensions(con)
-        con.execute(f"ATTACH '{PREFIX}{_quote(libpq(self.spec))}' AS {alias} "
-                    f"(DATA_PATH '{_quote(str(self.data_dir))}/', READ_ONLY)")
+        con.execute(f"ATTACH '{PREFIX}{quote(libpq(self.spec))}' AS {alias} "
+                    f"(DATA_PATH '{quote(str(self.data_dir))}/', READ_ONLY)")
         try:
             yield
         finally:
@@ -316,11 +314,9 @@ class LakeStore:
 
     # -- schema ---------------------------------------------------------------------------------------
     def migrate(self) -> list[str]:
-        from .derived import after_migration
-        from .store import migrations
         wanted = migrations()
         with self._cursor() as cur:
-            if set(_applied(cur)) >= {n for n, _ in wanted}:
+            if set(applied_migrations(cur)) >= {n for n, _ in wanted}:
                 return []
             cur.execute("CALL postgres_execute('pg', ?)",
                         [f"CREATE TABLE IF NOT EXISTS {CLAIMS} (key text PRIMARY KEY, host text, pid integer, "
@@ -333,7 +329,7 @@ class LakeStore:
                                                         "applied_at TIMESTAMP DEFAULT current_timestamp)"))
         for name, sql in wanted:
             with self.claim(f"migration:{name}") as mine, self._cursor() as cur:
-                if not mine or name in _applied(cur):
+                if not mine or name in applied_migrations(cur):
                     continue
                 try:
                     self._retrying(cur, lambda c: (c.execute(ducklake_sql(sql)), after_migration(c, name),
@@ -351,11 +347,9 @@ class LakeStore:
             return str(con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchall()[0][0])
 
     def keep_raw(self, src: Path) -> tuple[str, str, int]:
-        from .store import keep_raw
         return keep_raw(self.folder, self.tmp_dir, src)
 
     def size_on_disk(self) -> dict:
-        from .store import folder_bytes
         out = {"data_bytes": folder_bytes(self.data_dir), "raw_bytes": folder_bytes(self.raw_dir)}
         try:
             with self.read() as con:
@@ -388,17 +382,6 @@ class _LakeConnection:
 
     def __exit__(self, *exc):
         self._con.close()
-
-
-def _applied(con) -> list[str]:
-    try:
-        return [r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()]
-    except duckdb.CatalogException:
-        return []
-
-
-def _quote(s: str) -> str:
-    return s.replace("'", "''")
 
 
 def _looks_disconnected(e: Exception) -> bool:

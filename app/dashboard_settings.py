@@ -1,4 +1,4 @@
-"""The dashboard's view of the settings declared in compilewatch.settings: it adds the
+"""The dashboard's view of the settings declared in compilewatch.core.settings: it adds the
 ``[compilewatch]`` section of ``.streamlit/secrets.toml`` as a source, and turns paths into Paths.
 
     [compilewatch]                 # .streamlit/secrets.toml
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from compilewatch import settings as table
+from compilewatch.core import settings as table
 
 
 def _secrets() -> Mapping | None:
@@ -30,7 +30,7 @@ def get(name: str) -> str:
 
 def db_path() -> Path | str:
     """A database file's Path, or a DuckLake store's spec as given (a connection string, not a path)."""
-    from ingest.lake import is_lake
+    from compilewatch.store import is_lake
     value = get("db")
     return value if is_lake(value) else Path(value).expanduser()
 

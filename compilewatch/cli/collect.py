@@ -1,7 +1,7 @@
 """Command line for the collector: `compilewatch collect` and `compilewatch bench`.
 
 The console script `compilewatch` (compilewatch.cli) calls ``add_subcommands(subparsers)``; each
-subcommand's handler is ``args.func(args) -> int``. ``python -m collectors ...`` works on its own.
+subcommand's handler is ``args.func(args) -> int``.
 Nothing here imports torch until a handler that needs it runs.
 """
 from __future__ import annotations
@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ingest.errors import CompileWatchError
-
-from .collect import DEFAULT_LOGS as _LOGS
-from .version import __version__
+from compilewatch.collectors.collect import DEFAULT_LOGS as _LOGS
+from compilewatch.collectors.version import __version__
+from compilewatch.core.errors import CompileWatchError
 
 DEFAULT_LOGS = ",".join(_LOGS)   # the same components, as the --logs flag spells them
 
@@ -29,7 +28,7 @@ def _command_after_dashes(cmd: list[str]) -> list[str]:
 
 
 def cmd_collect(args) -> int:
-    from .collect import collect
+    from compilewatch.collectors.collect import collect
 
     command = _command_after_dashes(args.cmd)
     if not command:
@@ -47,12 +46,12 @@ def cmd_collect(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .models import describe_models
+    from compilewatch.collectors.models import describe_models
 
     if args.list_models:
         print(describe_models())
         return 0
-    from .bench import run_bench
+    from compilewatch.collectors.bench import run_bench
 
     try:
         rows = run_bench(
@@ -111,16 +110,3 @@ def add_subcommands(subparsers) -> None:
                    help="skip models whose package (torchvision, timm, transformers) is not installed")
     b.add_argument("--list-models", action="store_true", help="list the built-in models and exit")
     b.set_defaults(func=cmd_bench)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m collectors", description="compilewatch collectors")
-    parser.add_argument("--version", action="version", version=f"compilewatch collectors {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_subcommands(sub)
-    return parser
-
-
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)

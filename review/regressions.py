@@ -29,8 +29,9 @@ from datetime import datetime
 import numpy as np
 from scipy import stats
 
-from .metrics import Metric, fmt, metric as metric_of
-from .rules import Rules
+from compilewatch.review.metrics import Metric, fmt
+from compilewatch.review.metrics import metric as metric_of
+from compilewatch.review.rules import Rules
 
 # verdict statuses, worst first
 REGRESSION, SUSPICIOUS, IMPROVEMENT = "regression", "suspicious", "improvement"

@@ -2,7 +2,7 @@
 backend and schema version. Read by `compilewatch stats` and `compilewatch store copy` (its check)."""
 from __future__ import annotations
 
-from .store import migrations
+from compilewatch.store.files import migrations
 
 SYSTEM_TABLES = {"_migrations"}
 

@@ -1,0 +1,80 @@
+"""Every typed error compilewatch raises, in one place so that every package can raise and catch
+them without importing another. Each carries a one-line title and a hint that names the fix; the CLI and the
+dashboard print both instead of a traceback."""
+from __future__ import annotations
+
+
+class CompileWatchError(Exception):
+    """Base of every error compilewatch raises on purpose."""
+
+    hint: str = ""
+
+    def __init__(self, title: str, hint: str | None = None):
+        super().__init__(title)
+        self.title = title
+        if hint is not None:
+            self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.title} (hint: {self.hint})" if self.hint else self.title
+
+
+class InputError(CompileWatchError):
+    """A path or upload that cannot be read as a log, bundle or archive."""
+
+
+class BundleError(InputError):
+    """A bundle whose manifest is missing or malformed."""
+
+
+class StoreError(CompileWatchError):
+    """The DuckDB store cannot be opened, migrated or written."""
+
+
+class StoreBusyError(StoreError):
+    hint = "another process is writing; it retries automatically, or try again in a moment"
+
+
+class StrictModeError(CompileWatchError):
+    """--strict was given and some lines could not be parsed."""
+
+    hint = "drop --strict to store what parsed, or look at the errors listed above"
+
+
+
+# -- the review -----------------------------------------------------------------------------------
+class SpecError(CompileWatchError):
+    """A --baseline / --candidate SPEC or a --since window that cannot be read."""
+
+    hint = ("SPEC is KEY=VALUE, repeatable or comma-separated, KEY one of label, torch, commit, run, "
+            "hardware, model (e.g. --baseline label=v1 --candidate label=v2,model=llama)")
+
+
+# -- the deep dive --------------------------------------------------------------------------------
+class NotFoundError(InputError):
+    """A run, compile id or artifact that is not in the store."""
+
+
+# -- the collector --------------------------------------------------------------------------------
+class CollectError(CompileWatchError):
+    """The collector could not start or finish a run."""
+
+
+class OutputNotWritableError(CollectError):
+    hint = "pass --out with a folder you can write to"
+
+
+class TorchMissingError(CollectError):
+    hint = "install torch into that interpreter (pip install 'compilewatch[collect]' or a CUDA build of torch)"
+
+
+class UnknownModelError(CollectError):
+    hint = "run `compilewatch bench --list-models` to see the built-in models"
+
+
+class ModelUnavailableError(CollectError):
+    """A built-in model whose package (torchvision, timm, transformers) is not installed."""
+
+
+class CommandNotFoundError(CollectError):
+    hint = "check the command after `--` (is it on PATH, or does it need `python` in front?)"

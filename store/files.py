@@ -1,0 +1,93 @@
+"""What both backends share: the migrations, the raw-file folder (content-addressed copies of every
+ingested file), the lock timeout and SQL quoting. Neither backend imports the other; both import this."""
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from compilewatch.core import settings
+from compilewatch.core.errors import StoreError
+
+
+def lock_timeout() -> float:
+    try:
+        return settings.get_float("lock_timeout")
+    except settings.SettingError as e:
+        raise StoreError(str(e), "set it to a number of seconds") from None
+
+
+def migrations() -> list[tuple[str, str]]:
+    """(name, sql) for every migrations/NNN_*.sql, in order."""
+    folder = resources.files("compilewatch.store.migrations")
+    items = sorted((p.name, p.read_text(encoding="utf-8")) for p in folder.iterdir() if p.name.endswith(".sql"))
+    return items
+
+
+def applied_migrations(con) -> list[str]:
+    """Names of the applied migrations; none on a store this code has not created yet."""
+    try:
+        return [r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()]
+    except duckdb.CatalogException:
+        return []
+
+
+def stage_raw(tmp_dir: Path, src: Path) -> tuple[str, Path, int]:
+    """Copy src into tmp_dir while hashing it, in one read pass. Returns (sha256, the copy, size).
+    publish_raw moves the copy into raw/ once the file is going to be stored, so a file that is
+    refused leaves nothing behind (the caller unlinks the copy). tmp_dir is the store's own, on
+    the same filesystem as raw/, so the final rename is atomic."""
+    h = hashlib.sha256()
+    size = 0
+    tmp = tmp_dir / f"raw-{uuid.uuid4().hex}"
+    try:
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+            while chunk := fin.read(1 << 20):
+                h.update(chunk)
+                fout.write(chunk)
+                size += len(chunk)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return h.hexdigest(), tmp, size
+
+
+def publish_raw(folder: Path, sha: str, staged: Path) -> str:
+    """Move a staged copy into folder/raw/ under its sha256; returns the path relative to folder.
+    Content-addressed, so a file kept twice (by any host) is stored once, and an orphan (a crash
+    between this and the database commit) is harmless."""
+    rel = Path("raw") / sha[:2] / sha
+    dest = folder / rel
+    try:
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            staged.replace(dest)
+    finally:
+        staged.unlink(missing_ok=True)
+    return rel.as_posix()
+
+
+def keep_raw(folder: Path, tmp_dir: Path, src: Path) -> tuple[str, str, int]:
+    """stage_raw then publish_raw: (sha256, path relative to folder, size)."""
+    sha, staged, size = stage_raw(tmp_dir, src)
+    return sha, publish_raw(folder, sha, staged), size
+
+
+def quote(s: str) -> str:
+    """s inside single quotes in SQL (for ATTACH and the like, which take no parameters)."""
+    return s.replace("'", "''")
+
+
+def folder_bytes(folder: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(folder):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total

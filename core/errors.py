@@ -35,6 +35,31 @@ class StoreBusyError(StoreError):
     hint = "another process is writing; it retries automatically, or try again in a moment"
 
 
+class StoreUnreachableError(StoreError):
+    """The team store's PostgreSQL did not answer (down, wrong host or port, firewall)."""
+
+    hint = ("check that PostgreSQL is running and the host and port in --db / COMPILEWATCH_DB; "
+            "pages work again as soon as it is back")
+
+
+class StoreLoginError(StoreError):
+    """PostgreSQL answered and refused the login (user, password, pg_hba.conf) or has no such database."""
+
+    hint = "check user=, password= (or ~/.pgpass) and dbname= in --db / COMPILEWATCH_DB, and that the database exists"
+
+
+class CatalogConflictError(StoreError):
+    """Creating or migrating the DuckLake catalog collided with another process doing the same."""
+
+    hint = "run the command again: the other process has finished initialising the store"
+
+
+class SchemaNewerError(StoreError):
+    """The store was migrated by a newer compilewatch: this version does not know all of its schema."""
+
+    hint = "upgrade compilewatch on this host (pip install -U compilewatch) to the version that wrote the store"
+
+
 class StrictModeError(CompileWatchError):
     """--strict was given and some lines could not be parsed."""
 

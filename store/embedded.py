@@ -29,7 +29,7 @@ from compilewatch.core import settings
 from compilewatch.core.errors import StoreBusyError, StoreError
 from compilewatch.store import scratch
 from compilewatch.store.derived import after_migration
-from compilewatch.store.files import applied_migrations, folder_bytes, keep_raw, lock_timeout, migrations, quote
+from compilewatch.store.files import applied_migrations, check_not_newer, folder_bytes, keep_raw, lock_timeout, migrations, quote
 
 WRITER_MEMORY = "64MB"
 
@@ -74,7 +74,9 @@ class EmbeddedStore:
         # Cheap check under a shared lock first: the dashboard opens the store on every rerun.
         if self.db_path.exists():
             with self.read() as con:
-                if set(applied_migrations(con)) >= {n for n, _ in migrations()}:
+                done = applied_migrations(con)
+                check_not_newer(done, str(self.db_path))
+                if set(done) >= {n for n, _ in migrations()}:
                     return applied
         with self.write() as con:
             con.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR PRIMARY KEY, "

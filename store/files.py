@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 
 from compilewatch.core import settings
-from compilewatch.core.errors import StoreError
+from compilewatch.core.errors import SchemaNewerError, StoreError
 
 
 def lock_timeout() -> float:
@@ -34,6 +34,13 @@ def applied_migrations(con) -> list[str]:
         return [r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()]
     except duckdb.CatalogException:
         return []
+
+
+def check_not_newer(applied: list[str], where: str) -> None:
+    """Refuse a store that a newer compilewatch migrated: its rows may mean what this code does not know."""
+    unknown = sorted(set(applied) - {n for n, _ in migrations()})
+    if unknown:
+        raise SchemaNewerError(f"{where} has schema migrations this compilewatch does not know: {', '.join(unknown)}")
 
 
 def stage_raw(tmp_dir: Path, src: Path) -> tuple[str, Path, int]:

@@ -32,13 +32,17 @@ from typing import Callable
 
 import duckdb
 
-from compilewatch.core.errors import StoreError
+from compilewatch.core.errors import (CatalogConflictError, StoreError, StoreLoginError,
+                                      StoreUnreachableError)
 from compilewatch.store import LAKE_PREFIX as PREFIX
 from compilewatch.store import scratch
 from compilewatch.store.derived import after_migration
-from compilewatch.store.files import applied_migrations, folder_bytes, keep_raw, migrations, quote
+from compilewatch.store.files import applied_migrations, check_not_newer, folder_bytes, keep_raw, migrations, quote
 
 CLAIMS = "compilewatch_claims"
+# pg_advisory_xact_lock key under which a store's catalog is created and migrated: PostgreSQL itself
+# queues every other process on it, so N hosts starting on a brand-new store take turns.
+INIT_LOCK_KEY = 0x636F6D70  # "comp"
 FILE_ID_SEQ = "compilewatch_file_id"
 COMMIT_RETRIES = 50
 
@@ -95,10 +99,22 @@ def describe_target(spec: str) -> str:
     return f"{parts.get('host', 'localhost')}:{parts.get('port', '5432')}/{parts.get('dbname', '?')}"
 
 
-def _unreachable(spec: str, e: Exception) -> StoreError:
-    return StoreError(f"cannot reach the team store's PostgreSQL at {describe_target(spec)}: {str(e).splitlines()[0]}",
-                      "check that PostgreSQL is running and the connection string in --db / COMPILEWATCH_DB; "
-                      "pages work again as soon as it is back")
+_LOGIN_REFUSED = ("password authentication failed", "role ", "no pg_hba.conf entry", "does not exist",
+                  "authentication", "permission denied for database")
+_CATALOG_CONFLICT = ("duplicate key value", "already exists")
+
+
+def _connection_error(spec: str, e: Exception) -> StoreError:
+    """What actually failed, in words: a server that does not answer, a login it refused, or a
+    catalog that another process was creating at the same moment, are different fixes."""
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    m = str(e).lower()
+    where = describe_target(spec)
+    if any(s in m for s in _CATALOG_CONFLICT):
+        return CatalogConflictError(f"the team store's catalog at {where} changed under this process: {first}")
+    if any(s in m for s in _LOGIN_REFUSED) and "could not connect" not in m and "connection refused" not in m:
+        return StoreLoginError(f"PostgreSQL at {where} refused the connection: {first}")
+    return StoreUnreachableError(f"cannot reach the team store's PostgreSQL at {where}: {first}")
 
 
 def is_conflict(e: Exception) -> bool:
@@ -141,8 +157,34 @@ class LakeStore:
         except OSError as e:
             raise StoreError(f"cannot create the data path {store.folder}: {e.strerror}",
                              "choose a writable folder with --data-path or COMPILEWATCH_DATA_PATH")
-        store.migrate()
+        with store._init_lock():
+            store._database()   # the first ATTACH of a fresh catalog creates DuckLake's own tables
+            store.migrate()
         return store
+
+    @contextmanager
+    def _init_lock(self):
+        """Held while this process creates or migrates the catalog: a PostgreSQL transaction-level
+        advisory lock on a connection of its own, released when that transaction ends (or the
+        process dies). DuckLake's and our own CREATE ... IF NOT EXISTS race in PostgreSQL's catalog
+        (pg_type's unique index) when several processes initialise one store at once."""
+        con = duckdb.connect()
+        try:
+            load_extensions(con)
+            con.execute(f"ATTACH '{quote(libpq(self.spec))}' AS pg (TYPE postgres)")
+            con.execute("BEGIN")
+            con.execute(f"CALL postgres_execute('pg', 'SELECT pg_advisory_xact_lock({INIT_LOCK_KEY})')")
+        except duckdb.Error as e:
+            con.close()
+            raise _connection_error(self.spec, e) from None
+        try:
+            yield
+        finally:
+            try:
+                con.execute("COMMIT")
+            except duckdb.Error:
+                pass
+            con.close()
 
     @property
     def tmp_dir(self) -> Path:
@@ -163,7 +205,7 @@ class LakeStore:
                     con.execute("USE lake")
                 except duckdb.Error as e:
                     con.close()
-                    raise _unreachable(self.spec, e) from None
+                    raise _connection_error(self.spec, e) from None
                 self._db = con
             return self._db
 
@@ -184,16 +226,16 @@ class LakeStore:
             cur = _LakeConnection(self._database().cursor())
         except duckdb.Error as e:
             self._reset()
-            raise _unreachable(self.spec, e) from None
+            raise _connection_error(self.spec, e) from None
         try:
             yield cur
         except (duckdb.IOException, duckdb.ConnectionException) as e:
             self._reset()
-            raise _unreachable(self.spec, e) from None
+            raise _connection_error(self.spec, e) from None
         except duckdb.Error as e:
             if _looks_disconnected(e):
                 self._reset()
-                raise _unreachable(self.spec, e) from None
+                raise _connection_error(self.spec, e) from None
             raise
         finally:
             cur.close()
@@ -316,7 +358,9 @@ class LakeStore:
     def migrate(self) -> list[str]:
         wanted = migrations()
         with self._cursor() as cur:
-            if set(applied_migrations(cur)) >= {n for n, _ in wanted}:
+            done = applied_migrations(cur)
+            check_not_newer(done, describe_target(self.spec))
+            if set(done) >= {n for n, _ in wanted}:
                 return []
             cur.execute("CALL postgres_execute('pg', ?)",
                         [f"CREATE TABLE IF NOT EXISTS {CLAIMS} (key text PRIMARY KEY, host text, pid integer, "

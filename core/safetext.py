@@ -43,6 +43,37 @@ def plain(value, *, lines: bool = True) -> str:
     return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", _str(value))
 
 
+# Markdown that people also read as raw text (the report pasted into a terminal, an e-mail or a chat):
+# only what would start markup is escaped - code spans, emphasis, links and images, HTML, entities,
+# table pipes, strikethrough, GitHub's $math$ - so `train_x.py:22` and `2026-11-16 03:52` stay as typed.
+_PROSE_ALWAYS = re.compile(r"([\\`*\[\]|~$])")
+_PROSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")   # intraword _ never emphasises
+_PROSE_HTML = re.compile(r"<(?=[A-Za-z/!?])")
+_PROSE_ENTITY = re.compile(r"&(?=#?\w+;)")
+_PROSE_LINE_START = re.compile(r"^[#>+=-]")
+_PROSE_ORDERED = re.compile(r"^(\d+)([.)])")
+
+
+def markdown_prose(value, *, one_line: bool = True, line_start: bool = False) -> str:
+    """Text for Markdown that is also read unrendered (the Markdown report): rendered, it shows as
+    the characters it is, never as markup (no link, image, HTML, code span, emphasis, table cell
+    break, strikethrough or math); raw, it reads as it was logged, with few backslashes. Streamlit
+    renders more directives than GitHub (colours, icons): text for the dashboard goes through
+    ``markdown()``. ``line_start``: the text begins a line, where `#`, `>`, `-` or `1.` would open a
+    block."""
+    text = plain(value)
+    text = text.replace("\n", " ") if one_line else text.replace("\n", "  \n")
+    text = _AUTOLINK.sub("\\1\u2060", text)
+    text = _PROSE_ALWAYS.sub(r"\\\1", text)
+    text = _PROSE_UNDERSCORE.sub(r"\\_", text)
+    text = _PROSE_HTML.sub(r"\\<", text)
+    text = _PROSE_ENTITY.sub(r"\\&", text)
+    if line_start:
+        text = _PROSE_LINE_START.sub(lambda m: "\\" + m.group(), text)
+        text = _PROSE_ORDERED.sub(r"\1\\\2", text)
+    return text
+
+
 def markdown(value, *, one_line: bool = True) -> str:
     """Text escaped for anything that renders Markdown: shown as the characters it is, never as a
     link, image, HTML, code span, emphasis, table cell break, LaTeX or colour directive."""

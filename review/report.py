@@ -185,8 +185,9 @@ def to_html(r: Review, title: str = "compilewatch weekly review") -> str:
 
 
 def _md_cell(x) -> str:
-    # log content is data: escaped so a reason holding a link, image or HTML shows as text
-    return safetext.markdown(x)
+    # log content is data: escaped so a reason holding a link, image or HTML shows as text, and no
+    # more, so that the report also reads cleanly unrendered (a terminal, an e-mail, a chat)
+    return safetext.markdown_prose(x)
 
 
 def _md_table(frame: pd.DataFrame, columns: dict[str, str]) -> str:

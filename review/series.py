@@ -34,9 +34,11 @@ def records(frame: pd.DataFrame) -> list[dict]:
 
 def runs_relation(con) -> str:
     """``rv AS (...)``: run_id, model, hardware, torch_version, label, git_commit, run_time, command,
-    started_at of every run."""
+    started_at of every run, and ``bench``: whether `compilewatch bench` made it (its label is then
+    the benchmark's mode/task, a configuration, not a version)."""
     return (f"rv AS (SELECT r.run_id, coalesce(r.model, '(no model)') AS model, {HARDWARE} AS hardware, "
-            f"r.torch_version, r.label, r.git_commit, {RUN_TIME} AS run_time, r.command, r.started_at "
+            f"r.torch_version, r.label, r.git_commit, {RUN_TIME} AS run_time, r.command, r.started_at, "
+            f"r.run_id IN (SELECT run_id FROM bench_results) AS bench "
             f"FROM runs r)")
 
 

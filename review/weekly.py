@@ -325,17 +325,31 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
                   storms=_storms(keys, cand) if with_hotspots else pd.DataFrame())
 
 
-VERSION = ("git_commit", "torch_version")
+def version_of(row) -> tuple[str, str]:
+    """(what names a run's version, the version): its git commit, else the label the user gave it
+    (`compilewatch collect --label v2`: a notebook or a copied script has no commit), else its torch
+    version. A torch upgrade under one commit or label is a new version too. The label of a
+    `compilewatch bench` run is its mode/task (a configuration, never judged against another), so it
+    does not name a version."""
+    commit, label, torch = (row.get(k) for k in ("git_commit", "label", "torch_version"))
+    if row.get("bench") in (True, 1):   # numpy or Python bool
+        label = None
+    torch = torch if isinstance(torch, str) and torch else ""
+    if isinstance(commit, str) and commit:
+        return "commit", f"{commit}\x1f{torch}"
+    if isinstance(label, str) and label:
+        return "label", f"{label}\x1f{torch}"
+    return "torch", torch
 
 
 def previous_version(runs: pd.DataFrame, min_runs: int) -> tuple[pd.DataFrame, pd.DataFrame, str] | None:
     """A series with no runs in the baseline window is judged against its own history: the runs of
-    its newest version (git commit and torch version, what the team changed) against those of the
-    version just before it, both inside the candidate window. A new team's first week, or the
-    sample logs, then still get a verdict. Both sides need ``min_runs`` runs, so that a lone run of
-    each version (a one-off) says nothing. Returns (baseline, candidate, note) or None."""
+    its newest version (``version_of``: git commit, else label, else torch version) against those
+    of the version just before it by time, both inside the candidate window. A new team's first
+    week, or the sample logs, then still get a verdict. Both sides need ``min_runs`` runs, so that
+    a lone run of each version (a one-off) says nothing. Returns (baseline, candidate, note) or None."""
     runs = runs.sort_values(["run_time", "run_id"]).reset_index(drop=True)
-    key = runs[list(VERSION)].astype("string").fillna("").agg("\x1f".join, axis=1)
+    key = pd.Series([version_of(r)[1] for r in runs.to_dict("records")], dtype="string")
     newest = key.iloc[-1]
     i = len(runs)
     while i and key.iloc[i - 1] == newest:
@@ -354,12 +368,15 @@ def previous_version(runs: pd.DataFrame, min_runs: int) -> tuple[pd.DataFrame, p
         commit, torch = row["git_commit"], row["torch_version"]
         label = row["label"] if isinstance(row["label"], str) else None
         parts = [f"commit {commit[:8]}" if isinstance(commit, str) and commit else None,
-                 f"torch {torch}" if isinstance(torch, str) and torch else None,
-                 f"label {label}" if label else None]
+                 f"label {label}" if label else None,
+                 f"torch {torch}" if isinstance(torch, str) and torch else None]
         return ", ".join(p for p in parts if p) or "unrecorded version"
 
+    named_by = version_of(c_runs.iloc[0].to_dict())[0]
+    by = {"commit": "git commit", "label": "label (no git commit recorded)", "torch": "torch version (no commit or label)"}
     text = (f"no runs in the baseline window; its newest version ({what(c_runs.iloc[0])}, {len(c_runs)} runs) "
-            f"is judged against the version before it ({what(b_runs.iloc[-1])}, {len(b_runs)} runs) in this window")
+            f"is judged against the version before it ({what(b_runs.iloc[-1])}, {len(b_runs)} runs) in this window; "
+            f"versions told apart by {by[named_by]}")
     return b_runs, c_runs, text
 
 

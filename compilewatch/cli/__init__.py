@@ -174,9 +174,9 @@ def cmd_check(args) -> int:
               ("limit_hits", args.max_limit_hits, "recompile-limit hits"), ("failures", args.max_failures, "failed compiles"),
               ("errors", args.max_errors, "unparsable lines")]
     compare = bool(args.baseline or args.candidate)
-    if not args.paths and not compare:
-        raise InputError("nothing to check", "give --baseline SPEC --candidate SPEC (or candidate paths), "
-                                             "or log paths with --max-* limits")
+    # No SPEC and no paths: the weekly review's default sides, as `report` takes them (the last
+    # --since against the span before it, or each model's newest version against the one before).
+    weekly = not args.paths and not compare
     require_paths(args.paths)
     problems: list[str] = []
     summary = None
@@ -190,12 +190,16 @@ def cmd_check(args) -> int:
             if limit is not None and summary[key] > limit:
                 problems.append(f"{summary[key]} {words} > allowed {limit}")
     result = None
-    if compare:
+    if compare or weekly:
         from compilewatch.review.gate import run_review
         from compilewatch.store import open_store
 
         result = run_review(open_store(args.db), args.baseline, args.candidate, args.since,
-                            candidate_paths=args.paths or None, require_sides=True)
+                            candidate_paths=args.paths or None, require_sides=compare)
+        if weekly and result.candidate_runs.empty:
+            raise InputError(f"nothing to check: the store has no runs in the last {args.since}",
+                             "ingest the week's runs first, give --since a longer span, or name the sides "
+                             "with --baseline SPEC --candidate SPEC")
     failed = bool(problems) or bool(result and result.regressions)
     if args.json:
         out = result.to_json() if result else {"regressions": []}
@@ -222,7 +226,7 @@ def cmd_check(args) -> int:
                 for e in v.evidence:
                     print(f"             {e.kind}: {safe(e.text)}")
         for n in result.notes:
-            print(f"  not compared: {safe(n.text)}")
+            print(f"  {'own history' if n.kind == 'own_history' else 'not compared'}: {safe(n.text)}")
         print(f"compilewatch check {'FAILED' if failed else 'passed'}: {len(result.regressions)} regression(s), "
               f"{len(result.suspicious)} suspicious, {len(result.improvements)} improvement(s)")
     return 1 if failed else 0

@@ -137,7 +137,8 @@ def _hint_text(hints) -> str:
 
 HOTSPOT_COLUMNS = {"what": "Break", "where": "User code", "count": "Count", "runs": "Runs", "hint": "Fix hint"}
 STORM_COLUMNS = {"function": "Function", "model": "Model", "recompiles": "Recompiles", "runs": "Runs",
-                 "guard": "Failed guard", "hint": "Fix hint"}
+                 "guard": "Failed guard", "guard_at": "Guarded at", "guard_source": "Guarded source line",
+                 "hint": "Fix hint"}
 MODEL_COLUMNS = {"model": "Model", "hardware": "Hardware", "baseline_runs": "Baseline runs",
                  "candidate_runs": "Candidate runs", "regressions": "Regressions", "suspicious": "Suspicious",
                  "improvements": "Improvements", "worse": "Worse metrics"}

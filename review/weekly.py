@@ -9,6 +9,7 @@ from pathlib import PurePath
 
 import pandas as pd
 
+from compilewatch.ingest.formats.guard_text import full_path, split_guard
 from compilewatch.review import series as S
 from compilewatch.review.baseline import Sides, Spec, Window, resolve_sides, spec_where, window_where
 from compilewatch.review.changepoints import ChangePoint, change_points
@@ -154,25 +155,39 @@ def _describe_break(r: dict) -> Evidence:
 
 
 def _guard_text(raw) -> str:
-    """A failed guard as torch prints it, without the trailing source comment and its machine path."""
+    """A failed guard's expression alone: no compile-id prefix, padding, source comment or location."""
     if not isinstance(raw, str) or not raw:
         return "?"
-    return raw.split("  #")[0].split(" # ")[0].strip()
+    return split_guard(raw).expression or "?"
+
+
+def _guard_fields(raw, known_file=None) -> dict:
+    """The guard's expression, its source line and its whole `file:line in function`, apart."""
+    g = split_guard(raw if isinstance(raw, str) else None)
+    file = full_path(g.file, [known_file] if isinstance(known_file, str) else [])
+    where = None if not file else f"{file}:{g.line}" + (f" in {g.function}" if g.function else "")
+    return {"guard": g.expression or None, "guard_source": g.source, "guard_at": where,
+            "guard_compile_id": g.compile_id, "guard_raw": raw if isinstance(raw, str) else None}
 
 
 def _describe_recompile(r: dict) -> Evidence:
     where = "" if _na(r["line"]) else f" ({_where(r['file'])}:{int(r['line'])})"
-    guard = r["guard"] if isinstance(r["guard"], str) else "?"
-    return Evidence("recompile", f"{r['key']}{where} recompiled; failed guard: {_guard_text(guard)}", {
-        "function": r["key"], "file": None if _na(r["file"]) else r["file"],
-        "line": None if _na(r["line"]) else int(r["line"]), "guard": guard,
+    known = None if _na(r["file"]) else r["file"]
+    fields = _guard_fields(r["guard"], known)
+    text = f"{r['key']}{where} recompiled; failed guard: {fields['guard'] or '?'}"
+    if fields["guard_at"]:
+        text += f" (guarding {_where(fields['guard_at'].split(' in ')[0])}" + \
+                (f": {fields['guard_source']})" if fields["guard_source"] else ")")
+    return Evidence("recompile", text, {
+        "function": r["key"], "file": known,
+        "line": None if _na(r["line"]) else int(r["line"]), **fields,
         "category": None if _na(r["category"]) else r["category"],
         "hint": guard_hint(None if _na(r["category"]) else r["category"])})
 
 
 def _describe_guard(r: dict) -> Evidence:
     return Evidence("guard_category", f"{r['key']} guard failures, e.g. {r['function']}: {_guard_text(r['guard'])}", {
-        "category": r["key"], "function": r["function"], "guard": r["guard"], "hint": guard_hint(r["key"])})
+        "category": r["key"], "function": r["function"], **_guard_fields(r["guard"]), "hint": guard_hint(r["key"])})
 
 
 def _describe_limit(r: dict) -> Evidence:
@@ -493,12 +508,19 @@ def _storms(keys: dict, cand: pd.DataFrame, top: int = 10) -> pd.DataFrame:
     """The candidate's most recompiling functions: recompiles per run, the failed guard, its fix hint."""
     k = keys.get("new_recompiling_function")
     if k is None or k.empty:
-        return pd.DataFrame(columns=["function", "model", "recompiles", "runs", "guard", "category", "hint"])
+        return pd.DataFrame(columns=["function", "model", "recompiles", "runs", "guard", "guard_at", "guard_source",
+                                     "category", "hint"])
     k = k[k["run_id"].isin(set(cand["run_id"]))].merge(cand[["run_id", "model"]], on="run_id")
     if k.empty:
-        return pd.DataFrame(columns=["function", "model", "recompiles", "runs", "guard", "category", "hint"])
+        return pd.DataFrame(columns=["function", "model", "recompiles", "runs", "guard", "guard_at", "guard_source",
+                                     "category", "hint"])
     g = k.groupby(["key", "model"]).agg(recompiles=("count", "sum"), runs=("run_id", "nunique"),
-                                        guard=("guard", "first"), category=("category", "first")).reset_index()
+                                        guard=("guard", "first"), file=("file", "first"),
+                                        category=("category", "first")).reset_index()
     g = g.sort_values("recompiles", ascending=False).head(top).rename(columns={"key": "function"})
+    parts = [_guard_fields(raw, file) for raw, file in zip(g["guard"], g["file"])]
+    g["guard"] = [p["guard"] for p in parts]
+    g["guard_at"] = [p["guard_at"] for p in parts]
+    g["guard_source"] = [p["guard_source"] for p in parts]
     g["hint"] = [guard_hint(c if isinstance(c, str) else None) for c in g["category"]]
-    return g.reset_index(drop=True)
+    return g.drop(columns=["file"]).reset_index(drop=True)

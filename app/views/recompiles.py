@@ -5,6 +5,7 @@ import streamlit as st
 from compilewatch.app import charts, ui
 from compilewatch.app.filters import from_params
 from compilewatch.app.queries import recompiles
+from compilewatch.ingest.formats.guard_text import split_guard
 from compilewatch.review import hints
 
 f = ui.page("Recompile storms")
@@ -71,8 +72,15 @@ elif cats is not None:
         for row in cats.itertuples():
             with st.expander(f"**{ui.md(row.category)}** · {row.failures:,} failures in {row.runs:,} runs"):
                 st.markdown(row.hint)
-                st.caption("Most common guard")
-                st.code(ui.first_text(row.top_guard, row.example), language=None)
+                g = split_guard(ui.first_text(row.example, row.top_guard))
+                st.caption("Most common guard (an example as it failed)")
+                st.code(g.expression, language=None, wrap_lines=True)
+                if g.location or g.source:
+                    st.caption(f"Guarding {ui.md(g.location or '')}")
+                    if g.source:
+                        st.code(g.source, language="python", wrap_lines=True)
+                if g.note:
+                    st.caption(ui.md(g.note))
     st.markdown("**Guards that fail most**")
     ui.table(ui.load(recompiles.top_guards, f.replace(run_id=None, function=None, limit=20)), key="rc_guards",
              guard=ui.text_col("Guard (numbers stripped)", "large"), category=ui.text_col("Category"),

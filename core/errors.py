@@ -75,6 +75,10 @@ class SpecError(CompileWatchError):
             "hardware, model (e.g. --baseline label=v1 --candidate label=v2,model=llama)")
 
 
+class PostError(CompileWatchError):
+    """The report could not be delivered to the webhook given with --post."""
+
+
 # -- the deep dive --------------------------------------------------------------------------------
 class NotFoundError(InputError):
     """A run, compile id or artifact that is not in the store."""

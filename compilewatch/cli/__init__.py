@@ -238,7 +238,9 @@ def cmd_check(args) -> int:
                                            "window before it, when no SPEC names them (default %(default)s)"),
          arg("--baseline", action="append", metavar="SPEC", help=f"the baseline runs: {SPEC_HELP}"),
          arg("--candidate", action="append", metavar="SPEC", help="the candidate runs (SPEC as --baseline)"),
-         arg("--out", required=True, help="the report file: FILE.html (self-contained, charts inline) or FILE.md"))
+         arg("--out", help="the report file: FILE.html (self-contained, charts inline) or FILE.md"),
+         arg("--post", metavar="URL", help="also send the Markdown report to this webhook (Slack, Mattermost, or a "
+                                           "GitHub issue-comment proxy): a JSON body with 'text' and 'body'"))
 def cmd_report(args) -> int:
     from pathlib import Path
 
@@ -247,15 +249,23 @@ def cmd_report(args) -> int:
     from compilewatch.review.gate import run_review
     from compilewatch.store import open_store
 
-    out = Path(args.out)
-    if out.suffix.lower() not in (".html", ".htm", ".md", ".markdown"):
+    if not args.out and not args.post:
+        raise SpecError("nowhere to put the report", "give --out FILE.html|FILE.md, --post URL, or both")
+    out = Path(args.out) if args.out else None
+    if out is not None and out.suffix.lower() not in (".html", ".htm", ".md", ".markdown"):
         raise SpecError(f"cannot tell the report format from '{args.out}'", "name the file *.html or *.md")
-    if not out.parent.exists():
+    if out is not None and not out.parent.exists():
         raise SpecError(f"no folder {out.parent} for the report", "create it or write the report elsewhere")
     store = open_store(args.db)
     result = run_review(store, args.baseline, args.candidate, args.since)
-    out.write_text(report.render(result, out.name), encoding="utf-8")
-    print(f"{out}: {len(result.regressions)} regression(s), {len(result.suspicious)} suspicious, "
+    if out is not None:
+        out.write_text(report.render(result, out.name), encoding="utf-8")
+    if args.post:
+        from compilewatch.review.post import post_markdown
+
+        sent = post_markdown(args.post, report.to_markdown(result))
+        print(f"posted the report to {safe(args.post)} (HTTP {sent.status}, {sent.attempts} tr{'y' if sent.attempts == 1 else 'ies'})")
+    print(f"{out or 'report'}: {len(result.regressions)} regression(s), {len(result.suspicious)} suspicious, "
           f"{len(result.improvements)} improvement(s), {len(result.changepoints)} change point(s) · "
           f"candidate {result.candidate} ({len(result.candidate_runs)} runs), "
           f"baseline {result.baseline} ({len(result.baseline_runs)} runs)")

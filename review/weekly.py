@@ -319,12 +319,11 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
             first = next(iter(by_run.values()))
             unit = first["unit"] if isinstance(first["unit"], str) else None
             direction = first["direction"] if isinstance(first["direction"], str) else None
-            verdict = judge_values(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction)
-            if metric == "compile_time" and verdict.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT):
-                verdict = _with_cache(verdict, hit_rate, rules)
-            if verdict.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT):
-                verdict = _with_command(verdict)
-            verdicts.append(verdict)
+            if metric == "compile_time":
+                judged = _compile_time_verdicts(model, hw, subject, b_vals, c_vals, rules, unit, direction, hit_rate)
+            else:
+                judged = [judge_values(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction)]
+            verdicts += [_with_command(v) if v.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT) else v for v in judged]
             if with_changepoints and len(b_vals) + len(c_vals) >= 2 * rules.changepoint_min_size:
                 cps += change_points(model, hw, metric, subject, b_vals + c_vals, rules, unit, hit_rate)
         for kind, _, describe in KEY_SOURCES:
@@ -434,6 +433,45 @@ def _host_speed(verdicts: list[Verdict], group: list[Verdict], same_torch: bool)
         elif v.status == IMPROVEMENT:
             verdicts[i] = dataclasses.replace(v, status=UNCHANGED, summary=v.summary + " (host speed)",
                                               evidence=v.evidence + (Evidence("host", text, {"factor": factor}),))
+
+
+def cache_state(hit_rate: float | None) -> str:
+    """A run's compile-cache state from its FX graph / AOT autograd cache events: "cold" when every
+    compile missed, "warm" when any hit, "unknown" when its trace has no cache events."""
+    if hit_rate is None or hit_rate != hit_rate:
+        return "unknown"
+    return "cold" if hit_rate <= 0 else "warm"
+
+
+def _compile_time_verdicts(model, hw, subject, b_vals, c_vals, rules, unit, direction, hit_rate) -> list[Verdict]:
+    """Compile time is compared only between runs in the same cache state: a cold first run costs
+    several times a warm one, so mixing them hides a version whose warm compiles got 4x slower
+    behind the spread of the cold ones. Each state both sides have is its own series (subject
+    "warm cache" / "cold cache"); without a shared state the runs are judged together and the
+    cache rates go into the evidence (a rise that a colder cache explains is only suspicious)."""
+    import dataclasses
+
+    def split(vals):
+        out: dict[str, list] = {}
+        for rv in vals:
+            out.setdefault(cache_state(hit_rate.get(rv.run_id)), []).append(rv)
+        return out
+    b_by, c_by = split(b_vals), split(c_vals)
+    shared = [st for st in ("warm", "cold") if b_by.get(st) and c_by.get(st)]
+    if not shared:
+        v = judge_values(model, hw, "compile_time", subject, b_vals, c_vals, rules, unit, direction)
+        return [_with_cache(v, hit_rate, rules) if v.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT) else v]
+    out = []
+    for st in shared:
+        sub = f"{subject} {st} cache".strip()
+        v = judge_values(model, hw, "compile_time", sub, b_by[st], c_by[st], rules, unit, direction)
+        others = {k: (len(b_by.get(k, [])), len(c_by.get(k, []))) for k in ("warm", "cold", "unknown") if k != st}
+        left_out = ", ".join(f"{k}: {b} baseline / {c} candidate" for k, (b, c) in others.items() if b or c)
+        text = (f"compared within {st}-cache runs only ({len(b_by[st])} baseline, {len(c_by[st])} candidate; "
+                f"{'every compile missed the FX graph and AOT autograd caches' if st == 'cold' else 'the compile caches hit'})"
+                + (f"; runs in another cache state are judged apart ({left_out})" if left_out else ""))
+        out.append(dataclasses.replace(v, evidence=v.evidence + (Evidence("cache", text, {"state": st}),)))
+    return out
 
 
 def _with_cache(v: Verdict, hit_rate: dict[str, float], rules: Rules) -> Verdict:

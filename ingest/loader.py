@@ -23,8 +23,9 @@ import duckdb
 from compilewatch.core.errors import StoreError
 from compilewatch.ingest import file_kind as detect
 from compilewatch.ingest.commit import FileRow, run_fields, store_file, stored_run
-from compilewatch.ingest.parsing import Stop, parse_into, refusal
-from compilewatch.ingest.results import DUPLICATE, FAILED, PARTIAL, SKIPPED, STORED, FileResult, IngestReport
+from compilewatch.ingest.parsing import Parsed, Stop, parse_into, refusal
+from compilewatch.ingest.results import (DUPLICATE, FAILED, PARTIAL, SKIPPED, STORED, FileResult, IngestReport,
+                                         unreadable)
 from compilewatch.ingest.staging import StagingSink
 from compilewatch.ingest.units import TEXT_BESIDE_TRACE, Unit, expand, resolve_kind
 from compilewatch.store.files import publish_raw, stage_raw
@@ -100,50 +101,63 @@ class _RawCopy(threading.Thread):
             self.staged.unlink(missing_ok=True)
 
 
-def ingest_unit(store, unit: Unit, *, model=None, label=None, torch_version=None, strict=False,
+def judge(unit: Unit, kind: str, sniffed: detect.Sniffed | None, parsed: Parsed, why: str | None) -> FileResult:
+    """What ingest makes of a parsed file before the store is asked, from what parse_into found and
+    the `refusal` it earned: refused (nothing of it is stored; failed when named explicitly, else
+    skipped), failed (a bundle's file of an unknown kind), partial (lines it could not parse) or
+    stored. Ingest and summarize both judge a file here."""
+    if why is not None:
+        return FileResult(unit.name, kind, FAILED if unit.explicit else SKIPPED, message=why, bad_input=unit.explicit)
+    result = FileResult(unit.name, kind, STORED, records=dict(parsed.records), errors=parsed.errors)
+    if kind == detect.UNKNOWN:
+        result.status, result.message = FAILED, sniffed.reason
+    elif parsed.errors:
+        result.status, result.message = PARTIAL, f"{parsed.errors} line(s) could not be parsed"
+    elif not unit.events:
+        result.message = TEXT_BESIDE_TRACE
+    return result
+
+
+def ingest_unit(store, unit: Unit, *, sink=None, model=None, label=None, torch_version=None, strict=False,
                 on_bytes=None, run_id=None, source="cli", uploaded_by=None) -> FileResult:
-    """One file: resolve, parse beside the raw copy, refuse what is not a log, store in one transaction."""
-    name = unit.name
+    """One file: resolve its kind, parse it beside the raw copy, refuse what is not a log, judge it,
+    store it in one transaction. With `store` None it is a dry run, what `summarize` counts: the file
+    is parsed into `sink` and judged the same way, with no raw copy, no duplicate check, no commit
+    (with a store, rows are staged in a StagingSink of its own)."""
     try:
         kind, sniffed = resolve_kind(unit)
     except OSError as e:
-        return FileResult(name, detect.UNKNOWN, FAILED, message=f"cannot read: {e.strerror}")
-    result = FileResult(name, kind, STORED)
+        return FileResult(unit.name, detect.UNKNOWN, FAILED, message=unreadable(e))
+    if store is None:
+        parsed = parse_into(sink, unit, kind, sniffed, on_bytes)
+        return judge(unit, kind, sniffed, parsed, refusal(unit, kind, sniffed, parsed))
     sink = StagingSink(store.tmp_dir)
     stop = Stop()
     raw = _RawCopy(store, unit, run_id, stop)
     raw.start()
+    result = FileResult(unit.name, kind, STORED)
     try:
         parsed = parse_into(sink, unit, kind, sniffed, on_bytes, stop)
         raw.join()
         if raw.error is not None:
             if isinstance(raw.error, OSError):
-                result.status, result.message = FAILED, f"cannot read: {raw.error.strerror}"
+                result.status, result.message = FAILED, unreadable(raw.error)
                 return result
             raise raw.error
         why = refusal(unit, kind, sniffed, parsed)
         # (a parse stopped early because the content is stored already saw only part of the file)
-        if why is not None and not (raw.existing and stop.requested):
-            # Nothing of it is stored: no files row, no run, no raw copy; a retry is refused again.
-            result.status, result.message, result.bad_input = (FAILED if unit.explicit else SKIPPED), why, unit.explicit
+        if raw.existing and (why is None or stop.requested):
+            return FileResult(unit.name, kind, DUPLICATE, run_id=raw.existing, message=DUPLICATE_NOTE,
+                              sha256=raw.sha, size_bytes=raw.size)
+        result = judge(unit, kind, sniffed, parsed, why)
+        if why is not None:   # nothing of it is stored: no files row, no run, no raw copy; a retry is refused again
             return result
         result.run_id, result.sha256, result.size_bytes = raw.run_id, raw.sha, raw.size
-        if raw.existing:
-            result.status, result.run_id, result.message = DUPLICATE, raw.existing, DUPLICATE_NOTE
-            return result
-        result.records = dict(sink.counts)
-        result.errors = sink.error_count
-        if kind == detect.UNKNOWN:
-            result.status, result.message = FAILED, sniffed.reason
-        elif sink.error_count:
-            result.status, result.message = PARTIAL, f"{sink.error_count} line(s) could not be parsed"
-        elif not unit.events:
-            result.message = TEXT_BESIDE_TRACE
-        if strict and sink.error_count:
+        if strict and parsed.errors:
             result.status, result.records = FAILED, {}
-            result.message = f"--strict: {sink.error_count} line(s) could not be parsed; nothing stored"
+            result.message = f"--strict: {parsed.errors} line(s) could not be parsed; nothing stored"
             return result
-        row = FileRow(run_id=raw.run_id, sha256=raw.sha, size_bytes=raw.size, kind=kind, original_name=name,
+        row = FileRow(run_id=raw.run_id, sha256=raw.sha, size_bytes=raw.size, kind=kind, original_name=unit.name,
                       stored_path=publish_raw(store.folder, raw.sha, raw.staged),
                       status="ok" if result.status == STORED else result.status,
                       records=result.total_records, errors=result.errors, bundled=unit.manifest is not None)

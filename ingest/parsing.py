@@ -7,7 +7,8 @@ bug in a parser, and raises ``UnknownTableError`` here rather than being set asi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+from dataclasses import dataclass, field
 from typing import Callable
 
 from compilewatch.ingest import file_kind as detect
@@ -22,33 +23,41 @@ class UnknownTableError(Exception):
     """A parser emitted a row for a table no migration creates (a bug in that parser)."""
 
 
-def parser_for(kind: str):
-    """kind -> parse(stream, sink), or None for a kind with nothing to parse (a manifest).
-    Imported lazily: each parser is its own module."""
-    if kind == detect.TORCH_TRACE:
-        from compilewatch.ingest.trace import parse_trace
-        return parse_trace
-    if kind == detect.TORCH_LOGS:
-        from compilewatch.ingest.text import parse_text
-        return parse_text
-    if kind == detect.BENCH_CSV:
-        from compilewatch.ingest.bench_csv import parse_bench_csv
-        return parse_bench_csv
-    if kind == detect.TIMINGS:
-        from compilewatch.ingest.timings import parse_timings
-        return parse_timings
-    return None
+# The one table from a file's kind to its reader, ``parse(stream, sink)``: module and function,
+# imported on first use (a summarize of text logs never loads the trace reader). A kind that is
+# not here (a manifest) has nothing to parse.
+READERS: dict[str, tuple[str, str]] = {
+    detect.TORCH_TRACE: ("compilewatch.ingest.trace", "parse_trace"),
+    detect.TORCH_LOGS: ("compilewatch.ingest.text", "parse_text"),
+    detect.BENCH_CSV: ("compilewatch.ingest.bench_csv", "parse_bench_csv"),
+    detect.TIMINGS: ("compilewatch.ingest.timings", "parse_timings"),
+}
+
+
+def reader_for(kind: str):
+    """kind -> its reader ``parse(stream, sink)``, or None for a kind with nothing to parse."""
+    entry = READERS.get(kind)
+    if entry is None:
+        return None
+    module, name = entry
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass
 class Parsed:
-    rows: int = 0
+    """What one file gave, counted once, here: the pipeline's result, ingest's report and
+    summarize all read these counts."""
+    records: dict[str, int] = field(default_factory=dict)   # rows per table, in the order first seen
     errors: int = 0
     log_records: int = 0      # log records the reader recognised, whether or not they became rows
 
     @property
+    def rows(self) -> int:
+        return sum(self.records.values())
+
+    @property
     def recognised(self) -> bool:
-        return bool(self.rows or self.errors or self.log_records)
+        return bool(self.records or self.errors or self.log_records)
 
 
 class Stop:
@@ -97,7 +106,8 @@ class FeedStream:
 
 
 class _Tally:
-    """Counts what one file gave, checks table names, and passes everything on to the sink."""
+    """Counts what one file gave (the only place rows and errors are counted), checks table names,
+    and passes everything on to the sink."""
 
     def __init__(self, sink):
         self.sink = sink
@@ -108,7 +118,8 @@ class _Tally:
         if table not in EVENT_TABLES:
             self.unknown.add(table)   # raised after the parser returns: parsers catch Exception
             return
-        self.parsed.rows += 1
+        records = self.parsed.records
+        records[table] = records.get(table, 0) + 1
         self.sink.row(table, row)
 
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
@@ -134,7 +145,7 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
     if kind == detect.UNKNOWN:
         tally.error(0, "unknown_format", sniffed.reason if sniffed and sniffed.reason else NOT_A_LOG, "")
         return tally.parsed
-    parse = parser_for(kind)
+    parse = reader_for(kind)
     if parse is None:
         return tally.parsed
     with open(unit.path, "rb") as raw:

@@ -4,6 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 STORED, PARTIAL, DUPLICATE, FAILED, SKIPPED = "stored", "partial", "duplicate", "failed", "skipped"
+UNREADABLE = "cannot read"      # the message of a file that failed before anything in it was read
+
+
+def unreadable(e: OSError) -> str:
+    return f"{UNREADABLE}: {e.strerror}"
 
 
 @dataclass

@@ -43,17 +43,15 @@ class StagingSink:
     """Parsed rows are staged as newline-delimited JSON, one file per table, outside the database;
     the store then loads each table with a single read_json INSERT. This keeps the write lock short
     (parsing happens before it is taken), DuckDB's memory flat (one bulk append per table instead of
-    many small ones) and the ingest process free of pyarrow/pandas. Table names are checked by the
-    parse step (parsing.parse_into) before rows get here."""
+    many small ones) and the ingest process free of pyarrow/pandas. Table names are checked, and
+    rows and errors counted, by the parse step (parsing.parse_into) before they get here."""
 
-    MAX_STORED_ERRORS = 10_000  # every error is counted; a 2 GB binary file is still one problem
+    MAX_STORED_ERRORS = 10_000  # every error is counted (Parsed.errors); a 2 GB binary file is still one problem
 
     def __init__(self, tmp_dir: Path):
         self.dir = Path(tempfile.mkdtemp(prefix="stage-", dir=tmp_dir))
         self.files: dict[str, object] = {}
-        self.counts: dict[str, int] = {}
         self.errors: list[tuple] = []
-        self.error_count = 0
         self.metadata: dict = {}
 
     def row(self, table: str, row: dict) -> None:
@@ -61,10 +59,8 @@ class StagingSink:
         if f is None:
             f = self.files[table] = open(self.dir / f"{table}.ndjson", "wb")
         f.write(dumps_line(row))
-        self.counts[table] = self.counts.get(table, 0) + 1
 
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
-        self.error_count += 1
         if len(self.errors) < self.MAX_STORED_ERRORS:
             self.errors.append((line_no, kind, message, (excerpt or "")[:500]))
 

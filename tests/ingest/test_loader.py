@@ -103,7 +103,7 @@ def test_strict_stores_nothing_of_a_file_with_errors(store, tmp_path):
 def test_crash_mid_file_stores_nothing_and_a_retry_stores_once(store, tmp_path, monkeypatch):
     f = tmp_path / "big.csv"
     f.write_text("dev,name,batch_size,speedup,abs_latency\n" + "".join(f"cuda,m{i},1,1.1,1\n" for i in range(50_000)))
-    real = parsing.parser_for
+    real = parsing.reader_for
 
     def crashing(kind):
         parse = real(kind)
@@ -112,11 +112,11 @@ def test_crash_mid_file_stores_nothing_and_a_retry_stores_once(store, tmp_path, 
             parse(stream, sink)          # >= one batch flushed into the open transaction
             raise KeyboardInterrupt
         return run
-    monkeypatch.setattr(parsing, "parser_for", crashing)
+    monkeypatch.setattr(parsing, "reader_for", crashing)
     with pytest.raises(KeyboardInterrupt):
         ingest_paths(store, [f])
     assert _count(store, "bench_results") == 0 and _count(store, "files") == 0
-    monkeypatch.setattr(parsing, "parser_for", real)
+    monkeypatch.setattr(parsing, "reader_for", real)
     assert ingest_paths(store, [f]).files[0].status == "stored"
     assert _count(store, "bench_results") == 50_000
 

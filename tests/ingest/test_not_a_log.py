@@ -138,7 +138,7 @@ def test_ingest_of_a_non_log_exits_2_naming_it(tmp_path):
 
 
 def test_a_row_for_an_unknown_table_is_an_error(monkeypatch):
-    real = parsing.parser_for
+    real = parsing.reader_for
 
     def with_a_new_table(kind):
         parse = real(kind)
@@ -147,7 +147,7 @@ def test_a_row_for_an_unknown_table_is_an_error(monkeypatch):
             parse(stream, sink)
             sink.row("graph_break_stacks", {"x": 1})   # a table no migration creates
         return run
-    monkeypatch.setattr(parsing, "parser_for", with_a_new_table)
+    monkeypatch.setattr(parsing, "reader_for", with_a_new_table)
     from compilewatch.ingest.units import resolve_kind
 
     unit = Unit(TEXT, TEXT.name, explicit=True)

@@ -7,10 +7,16 @@ to the parsers or the pipeline that is meant to change nothing changed nothing.
 Inputs: every file under sample_logs/, tests/fixtures/ and the public tlparse logs
 (``--public-logs``, default ``../shared/public_logs`` beside the checkout, skipped when absent),
 one `summarize` each, and every folder under them as one input too (walking, bundles read through
-their manifest, files that are not logs skipped). Each input's output is the command's stdout, stderr
+their manifest, files that are not logs skipped). A folder that holds a skipped path (this check's
+own goldens) is left out whole, so adding goldens does not change the set. Each input's output is the command's stdout, stderr
 and exit status exactly as the command line gives them (`compilewatch.cli.main` in this process, so a
 run over a few hundred inputs takes a few minutes, not one interpreter start per input). Keep OUT_DIR
 outside the checkout; it holds one JSON file per input and an index.
+
+To take the "before" set from another revision, run this script with PYTHONPATH pointing at a
+folder where `compilewatch/` is that revision's `compilewatch/` with its rooms (`core`, `store`,
+`ingest`, ...) linked in beside `cli/`, as pyproject's package-dir maps them; the line it prints
+first says which source it ran.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ROOTS = ("sample_logs", "tests/fixtures")
+NOT_LOGS = ("tests/fixtures/summarize",)   # this check's own goldens (tests/ingest/test_summarize_golden.py)
 
 
 def inputs(public_logs: Path | None) -> list[Path]:
@@ -32,10 +39,13 @@ def inputs(public_logs: Path | None) -> list[Path]:
     roots = [REPO / r for r in ROOTS]
     if public_logs is not None and public_logs.is_dir():
         roots.append(public_logs)
+    skip = [REPO / s for s in NOT_LOGS]
     found: list[Path] = []
     for root in roots:
-        found.append(root)
-        found.extend(sorted(p for p in root.rglob("*") if "__pycache__" not in p.parts))
+        for p in [root, *sorted(root.rglob("*"))]:
+            if "__pycache__" in p.parts or any(p == s or s in p.parents or p in s.parents for s in skip):
+                continue
+            found.append(p)
     return found
 
 
@@ -107,6 +117,8 @@ def main(argv=None) -> int:
                    help="the public tlparse logs (default: %(default)s; skipped when absent)")
     args = p.parse_args(argv)
     public = args.public_logs if args.public_logs.is_dir() else None
+    import compilewatch.ingest
+    print(f"compilewatch.ingest from {Path(compilewatch.ingest.__file__).parent}")
     t0 = time.perf_counter()
     snap = snapshot(public)
     runs = sum(1 for v in snap.values() if v["status"] == 0)

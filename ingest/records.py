@@ -1,14 +1,20 @@
-"""The contract between parsers and the store.
+"""The contract between parsers and the store, and between a reader and its parsers.
 
 A parser never touches DuckDB: it calls ``sink.row(table, {...})`` with keys that are columns of
-that table in ``migrations/*.sql`` (run_id and file_id are filled in by the loader), and
-``sink.error(line_no, kind, message, excerpt)`` for anything it could not parse. The loader
-batches rows into DuckDB; ``summarize`` counts them; tests collect them.
+that table in ``store/migrations/*.sql`` (run_id and file_id are filled in by the pipeline), and
+``sink.error(line_no, kind, message, excerpt)`` for anything it could not parse. The pipeline
+stages rows for the store; ``summarize`` counts them; tests collect them.
+
+Both line readers (TORCH_TRACE: ``ingest/trace``, TORCH_LOGS text: ``ingest/text``) hand each log
+record to the ``Parser`` objects their registry lists (``default_parsers()`` in
+``trace/parsers/__init__.py`` and ``text/registry.py``), as tlparse does.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 EVENT_TABLES = (
     "compiles",
@@ -46,6 +52,26 @@ class Sink(Protocol):
 
     def meta(self, key: str, value) -> None:
         """Run-level facts found in a log, e.g. ("torch_version", "2.5.1")."""
+
+
+@dataclass(frozen=True)
+class Parser:
+    """One parser for one kind of log record. ``parse(record, ctx)`` reads one record (a trace
+    Envelope, or a text reader's Record) and emits rows through ``ctx.sink.row`` and what it cannot
+    read through ``ctx.error(line_no, kind, message, excerpt)``; ``ctx`` is the reader's per-file
+    state. A parser that raises costs its reader that one record, never the file. ``finish(ctx)``
+    runs once at the end of the file.
+
+    Which records it is given: TORCH_TRACE parsers by ``event``, the envelope's key (for
+    ``"artifact"`` envelopes, the artifact names in ``artifacts``; none: every artifact);
+    TORCH_LOGS text parsers by ``starts(message)``, on the first line of each record."""
+
+    name: str
+    parse: Callable[[Any, Any], None]
+    event: str | None = None
+    artifacts: tuple[str, ...] = ()
+    starts: Callable[[str], bool] | None = None
+    finish: Callable[[Any], None] | None = None
 
 
 class CollectingSink:

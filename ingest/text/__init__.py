@@ -3,19 +3,21 @@
 ``stream`` is a binary file object iterated line by line (any line ending, maybe no newline at
 the end, maybe non-UTF-8 or NUL bytes). Lines are grouped into log records
 (``reader.RecordAssembler``), and each record whose first line a registered parser recognises
-(``registry.PARSERS``) becomes rows: graph_breaks, recompiles + guard_failures, limit_hits.
+(``registry.default_parsers()``) becomes rows: graph_breaks, recompiles + guard_failures, limit_hits.
 Plain program output is skipped silently; lines that look like log records but cannot be read
 are counted with ``sink.error`` and parsing goes on. Never raises on bad input.
 """
 from __future__ import annotations
 
 from compilewatch.ingest.text.reader import RecordAssembler
-from compilewatch.ingest.text.registry import PARSERS, parser_for
+from compilewatch.ingest.text.registry import default_parsers, parser_for
 
-__all__ = ["parse_text", "PARSERS"]
+__all__ = ["parse_text", "default_parsers"]
 
 
-class _Context:
+class TextContext:
+    """Per-file state the text parsers share: the sink and the recompile numbering."""
+
     def __init__(self, sink):
         self.sink = sink
         self.recompile_no = 0
@@ -25,42 +27,22 @@ class _Context:
         return self.recompile_no
 
     def error(self, line_no, kind, message, excerpt=""):
-        self.sink.error(line_no, kind, message, excerpt)
+        self.sink.error(line_no, kind, message, excerpt[:300] if excerpt else "")
 
 
-def parse_text(stream, sink) -> dict:
-    """Parse TORCH_LOGS text from ``stream`` into ``sink``; returns counts by table and errors."""
-    ctx = _Context(sink)
-    counts: dict = {}
-    errors = [0]
-
-    def on_error(line_no, kind, message, excerpt=""):
-        errors[0] += 1
-        sink.error(line_no, kind, message, excerpt[:300] if excerpt else "")
-
-    class _CountingSink:
-        __slots__ = ()
-
-        def row(self, table, row, _get=counts.get, _row=sink.row):
-            counts[table] = _get(table, 0) + 1
-            _row(table, row)
-
-        def error(self, line_no, kind, message, excerpt=""):
-            on_error(line_no, kind, message, excerpt)
-
-        def meta(self, k, v):
-            sink.meta(k, v)
-
-    counting = _CountingSink()
-    ctx.sink = counting
+def parse_text(stream, sink) -> None:
+    """Parse TORCH_LOGS text from ``stream`` into ``sink`` (rows, errors, and the number of log
+    records recognised as meta ``log_records``)."""
+    ctx = TextContext(sink)
+    on_error = ctx.error
 
     def on_record(rec):
         try:
-            rec.parser.parse(rec, ctx, counting)
+            rec.parser.parse(rec, ctx)
         except Exception as e:  # a parser bug costs one record, never the file
             on_error(rec.start_line, "payload", f"parser failed: {type(e).__name__}: {e}", rec.lines[0])
 
-    asm = RecordAssembler(lambda msg: parser_for(msg)[1], on_record, on_error)
+    asm = RecordAssembler(parser_for, on_record, on_error)
     line_no = 1
     try:
         read = getattr(stream, "read", None)
@@ -89,8 +71,6 @@ def parse_text(stream, sink) -> dict:
         on_error(line_no, "io", f"read failed: {e}")
     asm.close()
     sink.meta("log_records", asm.records)
-    counts["errors"] = errors[0]
-    return counts
 
 
 

@@ -35,7 +35,8 @@ def starts(msg: str) -> bool:
     return msg.startswith(("Graph break: ", "Graph break in user code at ", "Graph break ("))
 
 
-def parse(rec, ctx, sink) -> None:
+def parse(rec, ctx) -> None:
+    sink = ctx.sink
     lines = rec.lines
     head = lines[0]
     if rec.prefix and _ITEM_WARNING_SOURCE.search(rec.prefix) and head.startswith("Graph break: from user code at"):

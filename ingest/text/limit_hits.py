@@ -25,7 +25,8 @@ def starts(msg: str) -> bool:
     return msg.startswith(recompile_limit.TEXT_STARTS)
 
 
-def parse(rec, ctx, sink) -> None:
+def parse(rec, ctx) -> None:
+    sink = ctx.sink
     m = _HEAD.match(rec.lines[0])
     if not m:
         ctx.error(rec.start_line, "payload", "recompile-limit warning of an unknown shape", rec.lines[0])

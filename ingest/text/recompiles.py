@@ -28,7 +28,8 @@ def starts(msg: str) -> bool:
     return msg.startswith("Recompiling function") or msg.startswith("('Recompiling function")
 
 
-def parse(rec, ctx, sink) -> None:
+def parse(rec, ctx) -> None:
+    sink = ctx.sink
     head = rec.lines[0]
     if head.startswith("("):
         parsed = _tuple_form("\n".join(rec.lines))

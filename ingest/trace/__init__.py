@@ -36,9 +36,8 @@ class TraceParser:
             try:
                 fn(env, self.ctx)
             except Exception as e:  # a parser bug costs one record, never the file
-                self.stats.errors["payload"] += 1
-                self.sink.error(env.line_no, "payload",
-                                f"{env.artifact_name or env.name} record could not be parsed: {type(e).__name__}: {e}")
+                self.ctx.error(env.line_no, "payload",
+                               f"{env.artifact_name or env.name} record could not be parsed: {type(e).__name__}: {e}")
 
     def close(self) -> TraceStats:
         env = self.reader.close()

@@ -31,6 +31,9 @@ class TraceContext:
         self.open_spans: dict[tuple, list] = {}
         self.open_span_count = 0
 
+    def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
+        self.sink.error(line_no, kind, message, excerpt)
+
     def next_recompile_no(self) -> int:
         self.recompile_count += 1
         return self.recompile_count

@@ -134,7 +134,8 @@ class Envelope:
 
 
 class TraceStats:
-    """Counts kept while reading, reported through ``sink.meta('trace_stats', ...)``."""
+    """What the reader saw, reported through ``sink.meta('trace_stats', ...)``. Errors are not
+    counted here: every one goes to ``sink.error`` and is counted once, by the pipeline."""
 
     def __init__(self) -> None:
         self.lines = 0
@@ -143,7 +144,6 @@ class TraceStats:
         self.events: Counter = Counter()
         self.unknown_events: Counter = Counter()
         self.unknown_keys: Counter = Counter()
-        self.errors: Counter = Counter()
         self.blank_lines = 0
 
     def as_dict(self) -> dict:
@@ -155,7 +155,6 @@ class TraceStats:
             "events": dict(self.events),
             "unknown_events": dict(self.unknown_events),
             "unknown_keys": dict(self.unknown_keys),
-            "errors": dict(self.errors),
         }
 
 
@@ -180,7 +179,6 @@ class EnvelopeReader:
         self._last_newline = True
 
     def _error(self, line_no: int, kind: str, msg: str, excerpt: str = "") -> None:
-        self.stats.errors[kind] += 1
         self.sink.error(line_no, kind, msg, excerpt)
 
     def _flush_orphans(self) -> None:

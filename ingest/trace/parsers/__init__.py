@@ -1,15 +1,14 @@
 """The registry: one parser per TORCH_TRACE event kind, like tlparse's ``default_parsers()``.
 
-A parser is a function ``parse(env, ctx)`` over one Envelope (``ingest.trace.envelope``) and the
-per-file TraceContext; it emits rows through ``ctx.sink``. ``event`` is the envelope's event key;
-for ``artifact`` envelopes ``artifacts`` lists the artifact names it handles (a parser with event
-``artifact`` and no names sees every artifact). ``finish`` runs once at the end of the file.
+Each is a ``records.Parser`` (the one protocol of trace and text parsers): ``parse(env, ctx)``
+over one Envelope (``ingest.trace.envelope``) and the per-file TraceContext, rows through
+``ctx.sink``. ``event`` is the envelope's event key; for ``artifact`` envelopes ``artifacts`` lists
+the artifact names it handles (a parser with event ``artifact`` and no names sees every artifact).
+``finish`` runs once at the end of the file.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
+from compilewatch.ingest.records import Parser
 from compilewatch.ingest.trace.parsers import artifacts as artifact_records
 from compilewatch.ingest.trace.parsers import (
     cache_events,
@@ -23,31 +22,22 @@ from compilewatch.ingest.trace.parsers import (
 )
 
 
-@dataclass(frozen=True)
-class Parser:
-    name: str
-    event: str
-    parse: Callable
-    artifacts: tuple = ()
-    finish: Callable | None = None
-
-
-def default_parsers() -> tuple:
+def default_parsers() -> tuple[Parser, ...]:
     return (
-        Parser("interned_string", "str", interned_string.parse),
-        Parser("dynamo_start", "dynamo_start", dynamo_start.parse, finish=dynamo_start.finish),
-        Parser("compilation_metrics", "compilation_metrics", compilation_metrics.parse),
-        Parser("graph_break", "dynamo_graph_break_reason", graph_break.parse),  # 2.4: its own envelope key
-        Parser("graph_break_artifact", "artifact", graph_break.parse, artifacts=("dynamo_graph_break_reason",)),
-        Parser("recompile_reasons", "artifact", recompile_reasons.parse, artifacts=("recompile_reasons",)),
-        Parser("cache_events", "artifact", cache_events.parse, artifacts=tuple(cache_events.ARTIFACTS)),
-        Parser("chromium_event", "chromium_event", chromium_event.parse),
-        Parser("torch_version", "artifact", torch_version.parse, artifacts=("torch_version",)),
+        Parser("interned_string", interned_string.parse, event="str"),
+        Parser("dynamo_start", dynamo_start.parse, event="dynamo_start", finish=dynamo_start.finish),
+        Parser("compilation_metrics", compilation_metrics.parse, event="compilation_metrics"),
+        Parser("graph_break", graph_break.parse, event="dynamo_graph_break_reason"),  # 2.4: its own envelope key
+        Parser("graph_break_artifact", graph_break.parse, event="artifact", artifacts=("dynamo_graph_break_reason",)),
+        Parser("recompile_reasons", recompile_reasons.parse, event="artifact", artifacts=("recompile_reasons",)),
+        Parser("cache_events", cache_events.parse, event="artifact", artifacts=tuple(cache_events.ARTIFACTS)),
+        Parser("chromium_event", chromium_event.parse, event="chromium_event"),
+        Parser("torch_version", torch_version.parse, event="artifact", artifacts=("torch_version",)),
         # per-compile-id artifacts: one parser per envelope kind, each storing its payload or value
-        Parser("artifact", "artifact", artifact_records.parse_artifact),
-        Parser("dynamo_start_stack", "dynamo_start", artifact_records.parse_stack),
-        *(Parser(k, k, artifact_records.parse_payload) for k in artifact_records.PAYLOAD_EVENTS),
-        *(Parser(k, k, artifact_records.parse_value) for k in artifact_records.VALUE_EVENTS),
+        Parser("artifact", artifact_records.parse_artifact, event="artifact"),
+        Parser("dynamo_start_stack", artifact_records.parse_stack, event="dynamo_start"),
+        *(Parser(k, artifact_records.parse_payload, event=k) for k in artifact_records.PAYLOAD_EVENTS),
+        *(Parser(k, artifact_records.parse_value, event=k) for k in artifact_records.VALUE_EVENTS),
     )
 
 

@@ -52,7 +52,5 @@ def load_json(env, ctx):
     except ValueError as e:
         if not env.payload_ok:
             return None  # a damaged payload is counted once, as payload_md5 / truncated
-        ctx.stats.errors["payload"] += 1
-        ctx.sink.error(env.line_no, "payload", f"{env.artifact_name or env.name} payload is not valid JSON: {e}",
-                       text[:200])
+        ctx.error(env.line_no, "payload", f"{env.artifact_name or env.name} payload is not valid JSON: {e}", text[:200])
         return None

@@ -52,8 +52,7 @@ def _ids(env, m):
 def parse(env, ctx) -> None:
     m = env.value
     if not isinstance(m, dict):
-        ctx.stats.errors["json"] += 1
-        ctx.sink.error(env.line_no, "json", "compilation_metrics value is not a JSON object", str(m)[:200])
+        ctx.error(env.line_no, "json", "compilation_metrics value is not a JSON object", str(m)[:200])
         return
     ca, frame_id, fci, attempt = _ids(env, m)
     compile_id = format_compile_id(ca, frame_id, fci, attempt)

@@ -62,7 +62,7 @@ def _parse(lines):
 def _spans(lines):
     """(first, last) line number of every record we parse, from the assembler itself."""
     spans = []
-    asm = RecordAssembler(lambda m: parser_for(m)[1],
+    asm = RecordAssembler(parser_for,
                           lambda r: spans.append((r.start_line, r.line_nos[-1])), lambda *a: None)
     for i, raw in enumerate(lines, 1):
         asm.feed(i, raw.decode("utf-8", "replace").rstrip("\r\n"))

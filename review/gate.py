@@ -1,10 +1,13 @@
-"""The review as the CLI runs it: SPEC strings and paths in, a Review out (``report`` and ``check``)."""
+"""Where a Review is assembled, for every reader: ``assemble`` (the team's rules and pinned baseline
+from the settings, then ``weekly.review``) serves the Overview, ``report`` and ``check``;
+``run_review`` adds what the CLI takes (SPEC strings, candidate paths)."""
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from compilewatch.core.errors import InputError, SpecError
-from compilewatch.review.baseline import parse_since, parse_spec
+from compilewatch.review.baseline import Spec, Window, parse_since, parse_spec
 from compilewatch.review.rules import Rules, pinned_baseline
 from compilewatch.review.weekly import Review, review
 
@@ -26,6 +29,18 @@ def ingest_candidate(store, paths: list[str]) -> list[str]:
     return ids
 
 
+def assemble(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timedelta = timedelta(days=7), *,
+             windows: tuple[Window, Window] | None = None, run_ids=None, with_changepoints: bool = True,
+             with_hotspots: bool = True, rules: Rules | None = None, secrets=None) -> Review:
+    """The one Review of a store connection: the rules and the pinned baseline read from the
+    settings (environment, then the dashboard's secrets), the sides from the SPECs, or from
+    ``windows`` (baseline, candidate) where no SPEC names them. See ``weekly.review``."""
+    pinned = pinned_baseline(secrets)
+    return review(con, baseline, candidate, since, rules or Rules.from_settings(secrets),
+                  parse_spec(pinned) if pinned else None, windows=windows, run_ids=run_ids,
+                  with_changepoints=with_changepoints, with_hotspots=with_hotspots)
+
+
 def run_review(store, baseline: list[str] | None, candidate: list[str] | None, since: str | None = None,
                candidate_paths: list[str] | None = None, rules: Rules | None = None,
                require_sides: bool = False) -> Review:
@@ -33,13 +48,11 @@ def run_review(store, baseline: list[str] | None, candidate: list[str] | None, s
     ``require_sides`` (the gate) a side that selects no runs is an error, not a silent pass."""
     base, cand = parse_spec(baseline), parse_spec(candidate)
     window = parse_since(since)
-    pinned = parse_spec(pinned_baseline()) if pinned_baseline() else None
-    rules = rules or Rules.from_settings()
     if candidate_paths:
         ids = ingest_candidate(store, candidate_paths)
         cand = parse_spec(list(candidate or []) + [",".join(f"run={i}" for i in ids)])
     with store.read() as con:
-        r = review(con, base, cand, window, rules, pinned)
+        r = assemble(con, base, cand, window, rules=rules)
     if require_sides:
         if r.candidate_runs.empty:
             raise SpecError(f"the candidate ({r.candidate}) matches no run in the store",

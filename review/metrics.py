@@ -35,16 +35,6 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("cache_hit_rate", "Compile-cache hit rate", "ratio", "higher", "info"),
 )}
 
-# Verdicts on keys rather than on values: a graph break, a recompiling function, a guard category or
-# a limit hit that the baseline never had. Their metric names are the JSON's `metric` field.
-NEW_KEY_METRICS = {
-    "new_graph_break": "graph_breaks",
-    "new_recompiling_function": "recompiles",
-    "new_guard_category": "recompiles",
-    "new_limit_hit": "limit_hits",
-}
-
-
 def metric(name: str) -> Metric:
     """The catalogue entry; a metric the catalogue does not know (a newer store) is a lower-is-better
     timing, shown but judged only by the generic ratio rule."""

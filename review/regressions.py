@@ -94,7 +94,7 @@ class Verdict:
     status: str
     model: str
     hardware: str
-    metric: str                       # gate metric name (see metrics.METRICS / NEW_KEY_METRICS)
+    metric: str                       # gate metric name (metrics.METRICS; a key verdict: KEY_RULES[kind].metric)
     subject: str = ""                 # the compiled callable, bench mode/task, break key, function...
     kind: str = ""                    # for key verdicts: new_graph_break, new_recompiling_function, ...
     unit: str = ""

@@ -4,42 +4,18 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from datetime import datetime, timezone
 
 import altair as alt
 import pandas as pd
 
 from compilewatch.core import safetext
-from compilewatch.review.metrics import fmt
+from compilewatch.review import wording
 from compilewatch.review.metrics import metric as metric_of
-from compilewatch.review.regressions import IMPROVEMENT, REGRESSION, SUSPICIOUS, Verdict
+from compilewatch.review.regressions import Verdict
 from compilewatch.review.weekly import Review
 
 MAX_CHARTS = 40
-_STATUS_WORD = {REGRESSION: "Regression", SUSPICIOUS: "Suspicious", IMPROVEMENT: "Improvement"}
-
-
-def _title(v: Verdict) -> str:
-    m = metric_of(v.metric)
-    what = {"new_graph_break": "New graph break", "new_recompiling_function": "Newly recompiling function",
-            "new_guard_category": "New guard-failure category", "new_limit_hit": "New recompile-limit hit",
-            "fixed_graph_break": "Graph break gone", "fixed_recompiling_function": "No longer recompiling",
-            "fixed_guard_category": "Guard-failure category gone", "fixed_limit_hit": "Limit hit gone"}.get(v.kind, m.label)
-    subject = f" [{v.subject}]" if v.subject and not v.kind else ""
-    return f"{v.model} · {v.hardware} · {what}{subject}"
-
-
-def _change(v: Verdict) -> str:
-    if v.kind:
-        return "new" if v.kind.startswith("new_") else "gone"
-    if v.change is None:
-        return "–"
-    if math.isinf(v.change):
-        return "new"
-    return f"{100 * v.change:+.1f}%"
-
-
 def _headline(r: Review) -> list[tuple[str, str]]:
     models = r.candidate_runs["model"].nunique() if len(r.candidate_runs) else 0
     hw = r.candidate_runs["hardware"].nunique() if len(r.candidate_runs) else 0
@@ -71,7 +47,7 @@ def verdict_chart(r: Review, v: Verdict) -> alt.Chart | None:
         color=colour, tooltip=["run", "side", "value"])
     rule = alt.Chart(pd.DataFrame({"y": [v.baseline.median / scale]})).mark_rule(strokeDash=[4, 3], color="#64748b") \
         .encode(y="y:Q")
-    return (points + rule).properties(width=420, height=170, title=_title(v)[:90])
+    return (points + rule).properties(width=420, height=170, title=wording.title(v)[:90])
 
 
 def _svg(chart: alt.Chart) -> str:
@@ -111,8 +87,8 @@ def _verdict_html(r: Review, v: Verdict, chart_budget: list[int]) -> str:
         if c is not None:
             chart_budget[0] -= 1
             chart = f"<div class=chart>{_svg(c)}</div>"
-    return (f"<div class='v {v.status}'><h3><span class=tag>{_STATUS_WORD.get(v.status, v.status)}</span>"
-            f"{_esc(_title(v))} <span class=muted>{_esc(_change(v))}</span></h3>"
+    return (f"<div class='v {v.status}'><h3><span class=tag>{wording.STATUS_WORD.get(v.status, v.status)}</span>"
+            f"{_esc(wording.title(v))} <span class=muted>{_esc(wording.change(v))}</span></h3>"
             f"<div>{_esc(v.summary)}</div><ul>{items}</ul>{chart}</div>")
 
 
@@ -200,7 +176,7 @@ def _md_table(frame: pd.DataFrame, columns: dict[str, str]) -> str:
 
 
 def _md_verdict(v: Verdict) -> str:
-    lines = [f"- **{_STATUS_WORD.get(v.status, v.status)}: {_md_cell(_title(v))}** ({_change(v)}) — {_md_cell(v.summary)}"]
+    lines = [f"- **{wording.STATUS_WORD.get(v.status, v.status)}: {_md_cell(wording.title(v))}** ({wording.change(v)}) — {_md_cell(v.summary)}"]
     for e in v.evidence:
         text = _md_cell(e.text)
         lines.append(f"  - {e.kind}: {text}" + (f" — hint: {_md_cell(e.fields['hint'])}" if e.fields.get("hint") else ""))

@@ -98,10 +98,12 @@ class Review:
             return None if x is None or (isinstance(x, float) and (math.isnan(x) or math.isinf(x))) else x
 
         def item(v: Verdict) -> dict:
+            from compilewatch.review import wording
             d = v.to_json()
-            d["change"] = "new" if v.change is not None and math.isinf(v.change) else num(v.change)
-            if d["change"] is None and v.kind.startswith("new_"):
-                d["change"] = "new"
+            # a number where there is a ratio; otherwise the words every reader sees ("new", "gone", "0 → 3")
+            finite = v.change is not None and not math.isinf(v.change) and not v.kind
+            d["change"] = num(v.change) if finite else wording.change(v)
+            d["what"], d["change_text"] = wording.what(v), wording.change(v)
             return d
         return {"baseline": self.baseline, "candidate": self.candidate,
                 "baseline_runs": len(self.baseline_runs), "candidate_runs": len(self.candidate_runs),

@@ -6,7 +6,7 @@ from datetime import datetime, time
 import pandas as pd
 
 from compilewatch.app.filters import Filters
-from compilewatch.app.queries.common import RUN_TIME, df, geomean, run_where
+from compilewatch.app.queries.common import HARDWARE, RUN_TIME, df, geomean, run_where
 
 # metric -> (label, which direction is better, unit)
 METRICS = {
@@ -34,7 +34,8 @@ def _per_run_cte(f: Filters) -> tuple[str, list]:
     where, params = run_where(both)
     cur_start = datetime.combine(f.start, time.min) if f.start else datetime(1970, 1, 1)
     sql = f"""
-    w AS (SELECT r.run_id, r.model, CASE WHEN {RUN_TIME} >= ? THEN 'current' ELSE 'previous' END AS win
+    w AS (SELECT r.run_id, r.model, {HARDWARE} AS hardware,
+                 CASE WHEN {RUN_TIME} >= ? THEN 'current' ELSE 'previous' END AS win
           FROM runs r WHERE {where}),
     gb AS (SELECT run_id, count(*) AS n FROM graph_breaks WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
     rc AS (SELECT run_id, count(*) AS n FROM recompiles WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
@@ -42,15 +43,22 @@ def _per_run_cte(f: Filters) -> tuple[str, list]:
            WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
     sp AS (SELECT b.run_id, coalesce(b.model, w.model) AS model, {geomean('b.speedup')} AS g
            FROM bench_results b JOIN w USING (run_id) GROUP BY ALL),
-    pr AS (SELECT w.run_id, w.model, w.win, coalesce(gb.n, 0) AS breaks, coalesce(rc.n, 0) AS recompiles,
+    pr AS (SELECT w.run_id, w.model, w.hardware, w.win, coalesce(gb.n, 0) AS breaks, coalesce(rc.n, 0) AS recompiles,
                   ct.s AS compile_s
            FROM w LEFT JOIN gb USING (run_id) LEFT JOIN rc USING (run_id) LEFT JOIN ct USING (run_id))
     """
     return sql, [cur_start] + params
 
 
+# Timings only compare on one kind of hardware: a geomean over a CPU's and a GPU's speedups, or a
+# sum of their compile times, describes no machine.
+PER_HARDWARE = {"geomean_speedup", "compile_time_s"}
+
+
 def kpis(con, f: Filters) -> pd.DataFrame:
-    """One row per metric: label, current, previous, change_pct, better (higher|lower|None), unit."""
+    """One row per metric: label, current, previous, change_pct, better (higher|lower|None), unit,
+    and hardware: the kinds of hardware behind the figure. The speedup and compile time are given
+    only when both windows ran on one kind of hardware (None otherwise; `hardware` lists the kinds)."""
     cte, params = _per_run_cte(f)
     sql = f"""
     WITH {cte},
@@ -59,19 +67,23 @@ def kpis(con, f: Filters) -> pd.DataFrame:
     agg AS (SELECT win, count(*) AS runs, count(DISTINCT model) AS models, sum(breaks) AS graph_breaks,
                    sum(recompiles) AS recompiles, sum(compile_s) AS compile_time_s
             FROM pr GROUP BY win)
-    SELECT win, runs, models, spw.geomean_speedup, graph_breaks, recompiles, compile_time_s
+    SELECT win, runs, models, spw.geomean_speedup, graph_breaks, recompiles, compile_time_s,
+           (SELECT list(DISTINCT hardware ORDER BY hardware) FROM pr) AS hardware
     FROM agg LEFT JOIN spw USING (win)
     """
     wide = df(con, sql, params).set_index("win")
+    kinds = list(wide["hardware"].iloc[0]) if len(wide) else []
     rows = []
     for key, (label, better, unit) in METRICS.items():
         cur = wide.at["current", key] if "current" in wide.index else None
         prev = wide.at["previous", key] if "previous" in wide.index else None
         cur = None if pd.isna(cur) else float(cur)
         prev = None if pd.isna(prev) else float(prev)
+        if key in PER_HARDWARE and len(kinds) > 1:
+            cur = prev = None
         change = 100.0 * (cur / prev - 1) if cur is not None and prev not in (None, 0.0) else None
         rows.append({"metric": key, "label": label, "current": cur, "previous": prev,
-                     "change_pct": change, "better": better, "unit": unit})
+                     "change_pct": change, "better": better, "unit": unit, "hardware": kinds})
     return pd.DataFrame(rows)
 
 

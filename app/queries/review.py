@@ -8,13 +8,14 @@ import pandas as pd
 
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import df, run_where
-from compilewatch.review.baseline import Window, parse_spec
+from compilewatch.review import wording
+from compilewatch.review.baseline import Window
+from compilewatch.review.gate import assemble
 from compilewatch.review.regressions import Verdict
-from compilewatch.review.rules import Rules, pinned_baseline
-from compilewatch.review.weekly import Review, review
+from compilewatch.review.weekly import Review
 
 COLUMNS = ["status", "model", "hardware", "metric", "subject", "change", "summary", "evidence", "command",
-           "baseline_run", "candidate_run", "break_key", "function"]
+           "baseline_run", "candidate_run", "break_key", "function", "headline"]
 
 
 def _windows(f: Filters) -> tuple[Window, Window]:
@@ -28,35 +29,28 @@ def weekly(con, f: Filters, with_changepoints: bool = False) -> Review:
     """The Review behind the Overview (no change points: the page does not show them) and, with
     them, its report download. The sidebar's filters (models, torch versions, labels, hardware) hold
     on both sides; the dates pick the windows."""
-    pinned = pinned_baseline()
     ids = None
     if f.models or f.torch_versions or f.labels or f.hardware:
         where, params = run_where(f, use_time=False)
         ids = list(df(con, f"SELECT r.run_id FROM runs r WHERE {where}", params)["run_id"])
-    return review(con, rules=Rules.from_settings(), pinned=parse_spec(pinned) if pinned else None,
-                  windows=_windows(f), with_changepoints=with_changepoints, run_ids=ids,
-                  with_hotspots=with_changepoints)
+    return assemble(con, windows=_windows(f), with_changepoints=with_changepoints, run_ids=ids,
+                    with_hotspots=with_changepoints)
 
 
 def _row(v: Verdict) -> dict:
     ev = {e.kind: e for e in v.evidence}
     flagged = list(v.flagged) or (v.candidate.run_ids[-1:] if v.candidate else [])
     base = v.baseline.run_ids if v.baseline else []
-    if v.change is not None and v.change == v.change and abs(v.change) != float("inf"):
-        change = f"{100 * v.change:+.1f}%"
-    elif v.baseline and v.candidate and v.baseline.median is not None and v.candidate.median is not None:
-        change = f"{v.baseline.median:g} → {v.candidate.median:g}"   # from zero: no ratio to give
-    else:
-        change = "new" if v.kind else "–"
     return {"status": v.status, "model": v.model, "hardware": v.hardware,
-            "metric": v.kind or v.metric, "subject": v.subject if not v.kind else "",
-            "change": change, "summary": v.summary,
-            "evidence": " · ".join(e.text for e in v.evidence if e.kind not in ("command", "run")),
+            "metric": wording.what(v), "subject": v.subject if not v.kind else "",
+            "change": wording.change(v), "summary": v.summary,
+            "evidence": [(e.kind, e.text, e.fields.get("hint")) for e in v.evidence if e.kind not in ("command", "run")],
             "command": ev["command"].text if "command" in ev else None,
             "baseline_run": base[-1] if base else None, "candidate_run": flagged[-1] if flagged else None,
             "break_key": (ev["graph_break"].fields.get("break_key") if "graph_break" in ev else None),
             "function": (ev["recompile"].fields.get("function") if "recompile" in ev
-                         else ev["limit_hit"].fields.get("function") if "limit_hit" in ev else None)}
+                         else ev["limit_hit"].fields.get("function") if "limit_hit" in ev else None),
+            "headline": None}
 
 
 def verdicts(con, f: Filters) -> pd.DataFrame:
@@ -67,7 +61,14 @@ def verdicts(con, f: Filters) -> pd.DataFrame:
     "not_compared") or judged against its own previous version (status "own_history"), the reason
     in summary."""
     r = weekly(con, f)
-    rows = [_row(v) for v in r.regressions + r.suspicious + r.improvements]
+    judged = r.regressions + r.suspicious + r.improvements
+    groups: dict[tuple[str, str], list[Verdict]] = {}
+    for v in judged:
+        groups.setdefault((v.model, v.hardware), []).append(v)
+    rows = []
+    for (model, hw), vs in groups.items():
+        for v in vs:
+            rows.append({**_row(v), "headline": wording.headline(model, hw, vs)})
     rows += [{"status": "not_compared" if n.kind == "different_hardware" else n.kind, "model": n.model,
               "hardware": n.hardware, "summary": n.text}
              for n in r.notes if n.kind in ("different_hardware", "own_history")]

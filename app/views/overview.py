@@ -15,10 +15,18 @@ st.caption(f"**{f.start} – {f.end}** against the {f.window_days()} days before
 kpis = ui.load(overview.kpis, f)
 if kpis is not None:
     for col, row in zip(st.columns(len(kpis)), kpis.itertuples()):
-        col.metric(row.label, ui.fmt_value(row.current, row.unit), delta=ui.fmt_change(row.change_pct),
+        mixed = row.metric in overview.PER_HARDWARE and len(row.hardware) > 1
+        col.metric(row.label, "—" if mixed else ui.fmt_value(row.current, row.unit),
+                   delta=None if mixed else ui.fmt_change(row.change_pct),
                    delta_color=ui.delta_color(row.better), border=True,
                    help=(overview.METRIC_HELP.get(row.metric, "")
-                         + f" Previous window: {ui.fmt_value(row.previous, row.unit)}."))
+                         + (f" These runs ran on {len(row.hardware)} kinds of hardware ({', '.join(row.hardware)}); "
+                            f"a figure over them all would describe none: pick one in the sidebar's Hardware filter."
+                            if mixed else f" Previous window: {ui.fmt_value(row.previous, row.unit)}.")))
+    kinds = kpis["hardware"].iloc[0] if len(kpis) else []
+    if len(kinds) > 1:
+        st.caption(f"Speedup and compile time are figures of one kind of hardware; these runs ran on {len(kinds)} "
+                   f"({ui.md(', '.join(kinds))}). Pick one in the sidebar's Hardware filter to see them.")
 
 # The verdict leads: every metric the runs carry, judged per model and hardware (review/).
 verdicts = ui.load(review_q.verdicts, f)
@@ -37,23 +45,34 @@ if verdicts is not None:
     verdicts = pd.concat([verdicts.reset_index(drop=True),
                           pd.DataFrame([links(r) for r in verdicts.itertuples()], columns=["compare", "run", "detail"])],
                          axis=1)
-    # stacked, full width: the evidence and the links need the room
-    for worse, title in ((True, ":red[Got worse]"), (False, ":green[Got better]")):
-        with st.container():
-            st.subheader(title)
-            part = verdicts[verdicts["status"].isin(["regression", "suspicious"]) if worse
-                            else verdicts["status"].eq("improvement")]
-            ui.table(part, key=f"ov_{'worse' if worse else 'better'}",
-                     empty=("Nothing got worse beyond the rules and the runs' own noise." if worse
-                            else "Nothing got better beyond the noise."),
-                     hide=("baseline_run", "candidate_run", "break_key", "function", "summary")
-                     + (("subject",) if not part["subject"].astype(bool).any() else ()),
-                     status=ui.text_col("Verdict", "small"), model=ui.text_col("Model", "medium"),
-                     hardware=ui.text_col("Hardware", "medium"), metric=ui.text_col("Metric", "medium"),
-                     subject=ui.text_col("Of", "small"), change=ui.text_col("Change", "small"),
-                     evidence=ui.text_col("Evidence", "large"), command=ui.text_col("Command", "medium"),
+    # One block per model x hardware: the headline sentence a person would say in the review, then
+    # its verdicts with links, then the evidence in full (never cut at a column's width).
+    judged = verdicts[verdicts["status"].isin(["regression", "suspicious", "improvement"])]
+    st.subheader(":red[Got worse]" if judged["status"].isin(["regression", "suspicious"]).any() else "Verdict")
+    if judged.empty:
+        st.caption("Nothing got worse or better beyond the rules and the runs' own noise.")
+    order = {"regression": 0, "suspicious": 1, "improvement": 2}
+    ranked = judged.assign(_rank=judged["status"].map(order))
+    groups = ranked.groupby(["model", "hardware"], sort=False)["_rank"].min().sort_values(kind="stable")
+    for n, (model, hw) in enumerate(groups.index):
+        part = ranked[(ranked["model"] == model) & (ranked["hardware"] == hw)].sort_values("_rank", kind="stable")
+        with st.container(border=True):
+            st.markdown(f"**{ui.md(part['headline'].iloc[0])}**")
+            shown = part.assign(evidence=[" · ".join(t for _, t, _ in ev) for ev in part["evidence"]])
+            ui.table(shown[["status", "metric", "change", "evidence", "compare", "run", "detail"]],
+                     key=f"ov_group_{n}", status=ui.text_col("Verdict", "small"), metric=ui.text_col("What", "medium"),
+                     change=ui.text_col("Change", "small"), evidence=ui.text_col("Evidence", "large"),
                      compare=ui.link_col("Compare", width="small"), run=ui.link_col("Run", width="small"),
                      detail=ui.link_col("Hotspot / storm", width="small"))
+            with st.expander("Evidence in full, and the command that reproduces a run"):
+                for row in part.itertuples():
+                    st.markdown(f"**{ui.md(row.status.capitalize())}: {ui.md(row.metric)}** ({ui.md(row.change)}) — "
+                                f"{ui.md(row.summary)}")
+                    for kind, text, hint in row.evidence:
+                        st.markdown(f"- {ui.md(kind.replace('_', ' '))}: {ui.md(text)}"
+                                    + (f" — *fix:* {ui.md(hint)}" if isinstance(hint, str) and hint else ""))
+                    if isinstance(row.command, str) and row.command:
+                        st.code(row.command, language="bash", wrap_lines=True)
     st.caption(f"Candidate: this window; baseline: the window before (or the pinned baseline; a model with no "
                f"runs in the window before: its newest version against the one before it). A run is flagged "
                f"past PyTorch HUD's ratio rules and beyond the runs' own run-to-run noise; two in a row make a "

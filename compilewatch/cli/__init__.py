@@ -217,12 +217,14 @@ def cmd_check(args) -> int:
         print(f"compilewatch check: limits passed: {summary['graph_breaks']} graph breaks, {summary['recompiles']} "
               f"recompiles, {summary['limit_hits']} limit hits in {summary['files']} file(s)")
     if result is not None:
+        from compilewatch.review import wording
+
         print(f"candidate: {result.candidate} ({len(result.candidate_runs)} runs) · "
               f"baseline: {result.baseline} ({len(result.baseline_runs)} runs)")
         for title, items in (("REGRESSION", result.regressions), ("suspicious", result.suspicious),
                              ("better", result.improvements)):
             for v in items:
-                print(f"  {title:<10} {safe(v.model)} · {safe(v.hardware)} · {safe(v.summary)}")
+                print(f"  {title:<10} {safe(wording.title(v))} ({safe(wording.change(v))}) — {safe(v.summary)}")
                 for e in v.evidence:
                     print(f"             {e.kind}: {safe(e.text)}")
         for n in result.notes:

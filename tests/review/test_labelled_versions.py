@@ -83,5 +83,6 @@ def test_the_overview_names_it(labelled_db):
         rows = overview.verdicts(con, Filters(start=newest - timedelta(days=6), end=newest))
     reg = rows[rows["status"] == "regression"]
     assert set(reg["model"]) == {"labelled-job"}
-    assert "new_graph_break" in set(reg["metric"])
+    assert "New graph break" in set(reg["metric"])
+    assert reg["headline"].str.contains("labelled-job on CPU").all() and reg["headline"].str.contains("train_x.py:55").all()
     assert set(rows.loc[rows["status"] == "own_history", "model"]) == {"labelled-job", "labelled-same"}

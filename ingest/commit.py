@@ -31,51 +31,44 @@ class FileRow:
     file_id: int | None = None  # set: replace the rows of this stored file (reingest)
 
 
-def one(con, sql: str, params=None):
-    """The first row of a query, or None."""
-    # fetchall, not fetchone: DuckDB 2 keeps a partly fetched result open and refuses the next statement.
-    rows = con.execute(sql, params or []).fetchall()
-    return rows[0] if rows else None
-
-
-def stored_run(con, sha: str, run_id: str, bundled: bool) -> str | None:
-    """The run that already holds this content, if any (a bundle's file: only within its run)."""
-    if bundled:
-        row = one(con, "SELECT run_id FROM files WHERE sha256 = ? AND run_id = ?", [sha, run_id])
-    else:
-        row = one(con, "SELECT run_id FROM files WHERE sha256 = ? LIMIT 1", [sha])
-    return row[0] if row else None
-
-
 def store_file(store, sink: StagingSink, f: FileRow, run: dict | None = None) -> str | None:
     """Write f's rows (from `sink`), its files row and (when given) its run's fields in one
     transaction. Returns the run that already holds the same content, in which case nothing is
-    written. The backend (store.store_file: the embedded store's writer lock, DuckLake's claims)
-    makes "is it stored already?" and the write one step, so two processes or hosts never store
-    one file twice."""
-    def write(con, file_id: int, run_exists: bool) -> None:
-        if f.file_id is not None:
-            for t in (*EVENT_TABLES, "ingest_errors"):
-                con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id]).fetchall()
-        sink.load(con, f.run_id, file_id, f.original_name)
-        if run is not None:
-            _upsert_run(con, f.run_id, run_exists, run)
-        if f.file_id is None:
-            con.execute(
-                "INSERT INTO files (file_id, run_id, sha256, size_bytes, kind, original_name, stored_path, status, "
-                "parser_version, records, errors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [file_id, f.run_id, f.sha256, f.size_bytes, f.kind, f.original_name, f.stored_path, f.status,
-                 PARSER_VERSION, f.records, f.errors]).fetchall()
-        else:
-            con.execute("UPDATE files SET parser_version = ?, records = ?, errors = ?, status = ? WHERE file_id = ?",
-                        [PARSER_VERSION, f.records, f.errors, f.status, file_id]).fetchall()
-        refresh_run(con, f.run_id)   # what is derived per run (hardware, run_metrics), in this transaction
-
+    written. The file's claim (store.claim_file: the embedded store's writer lock, DuckLake's
+    claims) makes "is it stored already?" and the write one step, so two processes or hosts never
+    store one file twice; the rows are written here, in the transactions the claim hands out."""
     if f.file_id is not None:   # a stored file parsed again: its rows are replaced
-        store.transaction(lambda con: write(con, f.file_id, True))
+        for attempt in store.transactions():
+            with attempt as con:
+                _write(con, sink, f, f.file_id, True, run)
         return None
-    return store.store_file(f.sha256, f.run_id, f.bundled, write,
-                            lambda con: stored_run(con, f.sha256, f.run_id, f.bundled))
+    with store.claim_file(f.sha256, f.run_id, f.bundled) as claim:
+        if claim.stored_under is not None:
+            return claim.stored_under
+        for attempt in claim.transactions():
+            with attempt as con:
+                _write(con, sink, f, claim.file_id, claim.run_exists, run)
+    return None
+
+
+def _write(con, sink: StagingSink, f: FileRow, file_id: int, run_exists: bool, run: dict | None) -> None:
+    """One file's rows, files row, run and derived per-run facts, inside the caller's transaction."""
+    if f.file_id is not None:
+        for t in (*EVENT_TABLES, "ingest_errors"):
+            con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id]).fetchall()
+    sink.load(con, f.run_id, file_id, f.original_name)
+    if run is not None:
+        _upsert_run(con, f.run_id, run_exists, run)
+    if f.file_id is None:
+        con.execute(
+            "INSERT INTO files (file_id, run_id, sha256, size_bytes, kind, original_name, stored_path, status, "
+            "parser_version, records, errors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [file_id, f.run_id, f.sha256, f.size_bytes, f.kind, f.original_name, f.stored_path, f.status,
+             PARSER_VERSION, f.records, f.errors]).fetchall()
+    else:
+        con.execute("UPDATE files SET parser_version = ?, records = ?, errors = ?, status = ? WHERE file_id = ?",
+                    [PARSER_VERSION, f.records, f.errors, f.status, file_id]).fetchall()
+    refresh_run(con, f.run_id)   # what is derived per run (hardware, run_metrics), in this transaction
 
 
 def run_fields(manifest, *, model, label, torch_version, started_at, path: Path, source: str,

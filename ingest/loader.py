@@ -22,13 +22,13 @@ import duckdb
 
 from compilewatch.core.errors import StoreError
 from compilewatch.ingest import file_kind as detect
-from compilewatch.ingest.commit import FileRow, run_fields, store_file, stored_run
+from compilewatch.ingest.commit import FileRow, run_fields, store_file
 from compilewatch.ingest.parsing import Parsed, Stop, parse_into, refusal
 from compilewatch.ingest.results import (DUPLICATE, FAILED, PARTIAL, SKIPPED, STORED, FileResult, IngestReport,
                                          unreadable)
 from compilewatch.ingest.staging import StagingSink
 from compilewatch.ingest.units import TEXT_BESIDE_TRACE, Unit, expand, resolve_kind
-from compilewatch.store.files import publish_raw, stage_raw
+from compilewatch.store.files import publish_raw, stage_raw, stored_run
 
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, current file name)
 DUPLICATE_NOTE = "already stored (same sha256)"

@@ -6,17 +6,29 @@ is the one factory; nothing else picks a backend. Both speak plain DuckDB SQL on
 they hand out, so the pipeline, the review and the pages run the same SQL on either.
 
 Beside them: the migrations (`migrations/*.sql`, applied by `migrate`), what both backends share
-(`files.py`), the per-run facts derived from stored rows (`derived.py`), copy and stats across
-backends, per-process scratch folders, and a throwaway local PostgreSQL for a team store on one
+(`files.py`: raw files, the transactions they hand out, the duplicate check), the per-run facts
+derived from stored rows (`derived.py`), copy and stats across backends, per-process scratch
+folders, the inbox's claims (`inbox.py`), and a throwaway local PostgreSQL for a team store on one
 machine (`pglocal.py`). The store imports nothing above it: parsers and the pipeline live in
 compilewatch.ingest and write through the interface.
+
+Writing a parsed file: the pipeline asks for a claim and writes within the transactions it hands
+out; the store never calls back into the pipeline::
+
+    with store.claim_file(sha, run_id, bundled) as claim:      # the writer lock, or DuckLake claims
+        if claim.stored_under is None:
+            for attempt in claim.transactions():                # re-run when a commit lost a race
+                with attempt as con:
+                    ...                                         # rows, files row, run, derived facts
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from compilewatch.core import settings
 
@@ -26,6 +38,20 @@ LAKE_PREFIX = "ducklake:postgres:"
 def is_lake(db: str | os.PathLike | None) -> bool:
     """Whether `db` names a DuckLake team store rather than an embedded database file."""
     return isinstance(db, str) and db.startswith(LAKE_PREFIX)
+
+
+@dataclass
+class FileClaim:
+    """One file's right to be stored, handed out by `Store.claim_file` and held until its block
+    ends: no other process or host stores the same content meanwhile. `stored_under` is the run
+    that holds the content already (nothing is to be written); otherwise the caller writes the
+    file's rows inside `transactions()` (see store.files.transactions) under `file_id`, creating
+    its run when `run_exists` is false."""
+
+    stored_under: str | None = None
+    file_id: int | None = None
+    run_exists: bool = False
+    transactions: Callable[[], Iterator[AbstractContextManager]] = field(default=lambda: iter(()), repr=False)
 
 
 @runtime_checkable
@@ -43,8 +69,9 @@ class Store(Protocol):
 
     def read(self, timeout: float | None = None) -> AbstractContextManager: ...
     def write(self, timeout: float | None = None) -> AbstractContextManager: ...
-    def transaction(self, body: Callable) -> Any: ...
-    def store_file(self, sha: str, run_id: str, bundled: bool, body: Callable, existing: Callable) -> str | None: ...
+    def transactions(self) -> Iterator[AbstractContextManager]: ...
+    def claim_file(self, sha: str, run_id: str, bundled: bool) -> AbstractContextManager[FileClaim]: ...
+    def next_file_id(self, con) -> int: ...
     def migrate(self) -> list[str]: ...
     def data_version(self) -> str: ...
     def keep_raw(self, src: Path) -> tuple[str, str, int]: ...

@@ -19,17 +19,17 @@ import fcntl
 import os
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 
 from compilewatch.core import settings
 from compilewatch.core.errors import StoreBusyError, StoreError
-from compilewatch.store import scratch
+from compilewatch.store import FileClaim, scratch
 from compilewatch.store.derived import after_migration
-from compilewatch.store.files import applied_migrations, check_not_newer, folder_bytes, keep_raw, lock_timeout, migrations, quote
+from compilewatch.store.files import (applied_migrations, check_not_newer, folder_bytes, keep_raw, lock_timeout,
+                                      migrations, quote, run_exists, stored_run, transactions)
 
 WRITER_MEMORY = "64MB"
 
@@ -186,17 +186,10 @@ class EmbeddedStore:
         pass
 
     # -- writing one unit of work ------------------------------------------------------------------
-    def transaction(self, body: Callable):
-        """body(con) in one transaction under the writer lock. Returns body's result."""
-        with self.write() as con:
-            con.execute("BEGIN")
-            try:
-                out = body(con)
-                con.execute("COMMIT")
-                return out
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+    def transactions(self):
+        """One transaction under the writer lock, as store.files.transactions hands it out (the lock
+        makes a retry needless)."""
+        return transactions(self.write)
 
     def advance_file_ids(self, top: int) -> None:
         """Make the next file id larger than `top` (after rows were copied in). DuckDB sequences
@@ -218,18 +211,18 @@ class EmbeddedStore:
                 con.execute(f"DETACH {alias}")
 
     def next_file_id(self, con) -> int:
+        """A new file id, from `con`, a connection of a unit of work that writes."""
         return con.execute("SELECT nextval('file_id_seq')").fetchall()[0][0]
 
-    def store_file(self, sha: str, run_id: str, bundled: bool, body: Callable, existing: Callable):
-        """Store one file's rows once. `existing(con)` -> the run_id it is stored under or None;
-        `body(con, file_id, run_exists)` writes the rows, the files row and the run. Returns the
-        existing run_id for a duplicate, else None. The writer lock makes the check and the write
-        one step; the DuckLake store does the same with claims."""
-        def unit(con):
-            found = existing(con)  # another process may have won the race
+    @contextmanager
+    def claim_file(self, sha: str, run_id: str, bundled: bool):
+        """The writer lock, held for the block: "is it stored already?" (another process may have
+        won the race since the pipeline looked) and the write are one step. Yields a FileClaim whose
+        one transaction runs on the locked connection. The DuckLake store does the same with claims."""
+        with self.write() as con:
+            found = stored_run(con, sha, run_id, bundled)
             if found:
-                return found
-            run_exists = bool(con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()[0][0])
-            body(con, self.next_file_id(con), run_exists)
-            return None
-        return self.transaction(unit)
+                yield FileClaim(stored_under=found)
+                return
+            yield FileClaim(file_id=self.next_file_id(con), run_exists=run_exists(con, run_id),
+                            transactions=lambda: transactions(lambda: nullcontext(con)))

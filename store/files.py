@@ -1,10 +1,14 @@
 """What both backends share: the migrations, the raw-file folder (content-addressed copies of every
-ingested file), the lock timeout and SQL quoting. Neither backend imports the other; both import this."""
+ingested file), the lock timeout, SQL quoting, the transactions they hand out and the questions a
+file claim asks. Neither backend imports the other; both import this."""
 from __future__ import annotations
 
 import hashlib
 import os
+import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -98,3 +102,73 @@ def folder_bytes(folder: Path) -> int:
             except OSError:
                 pass
     return total
+
+
+# -- the transactions a store hands out -------------------------------------------------------------
+def transactions(connect: Callable[[], AbstractContextManager], retryable: Callable[[Exception], bool] | None = None,
+                 tries: int = 1) -> Iterator[AbstractContextManager]:
+    """Attempts at one transaction, used as ::
+
+        for attempt in transactions(...):
+            with attempt as con:
+                ...   # the writes, between BEGIN and COMMIT
+
+    Each attempt opens a connection with `connect()`, runs the block in a transaction and commits
+    it; a block or commit that raises rolls back. An error `retryable` accepts (a DuckLake commit
+    that lost a race with another host's) is swallowed and the block runs again in a new attempt,
+    up to `tries` in all; the last attempt's errors are raised. The iteration ends after the first
+    commit. Nothing is held between attempts."""
+    delay = 0.01
+    for attempt in range(tries):
+        outcome: list[bool] = []
+        yield _attempt(connect, retryable if attempt < tries - 1 else None, outcome)
+        if outcome:
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+@contextmanager
+def _attempt(connect, retryable, outcome: list):
+    with connect() as con:
+        con.execute("BEGIN")
+        try:
+            yield con
+            con.execute("COMMIT")
+        except duckdb.Error as e:
+            _rollback(con)
+            if retryable is None or not retryable(e):
+                raise
+            return          # lost a race: swallowed, the next attempt runs the block again
+        except BaseException:
+            _rollback(con)
+            raise
+        outcome.append(True)
+
+
+def _rollback(con) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        pass   # the transaction is gone already (the failed statement ended it)
+
+
+# -- what a file claim asks -------------------------------------------------------------------------
+def one(con, sql: str, params=None):
+    """The first row of a query, or None."""
+    # fetchall, not fetchone: DuckDB 2 keeps a partly fetched result open and refuses the next statement.
+    rows = con.execute(sql, params or []).fetchall()
+    return rows[0] if rows else None
+
+
+def stored_run(con, sha: str, run_id: str, bundled: bool) -> str | None:
+    """The run that already holds this content, if any (a bundle's file: only within its run)."""
+    if bundled:
+        row = one(con, "SELECT run_id FROM files WHERE sha256 = ? AND run_id = ?", [sha, run_id])
+    else:
+        row = one(con, "SELECT run_id FROM files WHERE sha256 = ? LIMIT 1", [sha])
+    return row[0] if row else None
+
+
+def run_exists(con, run_id: str) -> bool:
+    return one(con, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id])[0] > 0

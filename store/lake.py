@@ -25,19 +25,18 @@ from __future__ import annotations
 import os
 import re
 import threading
-import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 
 from compilewatch.core.errors import (CatalogConflictError, StoreError, StoreLoginError,
                                       StoreUnreachableError)
 from compilewatch.store import LAKE_PREFIX as PREFIX
-from compilewatch.store import scratch
+from compilewatch.store import FileClaim, scratch
 from compilewatch.store.derived import after_migration
-from compilewatch.store.files import applied_migrations, check_not_newer, folder_bytes, keep_raw, migrations, quote
+from compilewatch.store.files import (applied_migrations, check_not_newer, folder_bytes, keep_raw, migrations, quote,
+                                      run_exists, stored_run, transactions)
 
 CLAIMS = "compilewatch_claims"
 # pg_advisory_xact_lock key under which a store's catalog is created and migrated: PostgreSQL itself
@@ -250,39 +249,17 @@ class LakeStore:
     @contextmanager
     def write(self, timeout: float | None = None):
         """A connection for one unit of work that writes; callers that may race another host use
-        `transaction` or `store_file`, which retry conflicting commits."""
+        `transactions` or `claim_file`, which retry conflicting commits."""
         with self._cursor() as cur:
             yield cur
 
-    def transaction(self, body: Callable):
-        """body(con) inside one DuckLake transaction, re-run when its commit conflicts with another
-        host's. Returns body's result."""
-        with self._cursor() as cur:
-            return self._retrying(cur, body)
+    def transactions(self):
+        """Attempts at one DuckLake transaction (store.files.transactions), each on a cursor of its
+        own: one whose commit conflicts with another host's is rolled back and run again."""
+        return transactions(self._cursor, is_conflict, COMMIT_RETRIES)
 
-    def _retrying(self, cur, body):
-        delay = 0.01
-        for attempt in range(COMMIT_RETRIES):
-            cur.execute("BEGIN")
-            try:
-                out = body(cur)
-                cur.execute("COMMIT")
-                return out
-            except duckdb.Error as e:
-                try:
-                    cur.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass
-                if not is_conflict(e) or attempt == COMMIT_RETRIES - 1:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 0.5)
-            except BaseException:
-                try:
-                    cur.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass
-                raise
+    def _transactions_on(self, cur):
+        return transactions(lambda: nullcontext(cur), is_conflict, COMMIT_RETRIES)
 
     # -- claims ---------------------------------------------------------------------------------------
     @contextmanager
@@ -326,33 +303,33 @@ class LakeStore:
         finally:
             con.execute(f"DETACH {alias}")
 
-    def next_file_id(self) -> int:
-        with self._cursor() as cur:
-            return cur.execute(f"SELECT * FROM postgres_query('pg', 'SELECT nextval(''{FILE_ID_SEQ}'')')").fetchall()[0][0]
+    def next_file_id(self, con) -> int:
+        """A new file id from the PostgreSQL sequence (DuckLake has none), through `con`, a
+        connection of a unit of work."""
+        return con.execute(f"SELECT * FROM postgres_query('pg', 'SELECT nextval(''{FILE_ID_SEQ}'')')").fetchall()[0][0]
 
-    def store_file(self, sha: str, run_id: str, bundled: bool, body: Callable, existing: Callable):
-        """Store one file's rows once across every host. `existing(con)` -> the run_id it is stored
-        under or None; `body(con, file_id, run_exists)` writes the rows, the files row and the run.
-        Returns the existing run_id for a duplicate, else None."""
+    @contextmanager
+    def claim_file(self, sha: str, run_id: str, bundled: bool):
+        """The file's claim across every host, held for the block (module docstring). Yields a
+        FileClaim: stored_under set when another host stored the content (its claim committed) or
+        the files table holds it already (a host that died between its rows' commit and its
+        claim's); else a file id and the transactions to write in, retried on a conflicting commit."""
         key = f"file:{run_id}:{sha}" if bundled else f"loose:{sha}"
         with self.claim(key) as mine:
             if not mine:
                 with self.read() as con:
-                    found = existing(con)
-                return found or run_id
+                    found = stored_run(con, sha, run_id, bundled)
+                yield FileClaim(stored_under=found or run_id)
+                return
             # The run row is created once: the claim on it serialises the hosts creating it, and
             # whoever comes later (its claim committed) only fills gaps.
-            with self.claim(f"run:{run_id}"):
-                file_id = self.next_file_id()
-
-                def unit(con):
-                    found = existing(con)
-                    if found:
-                        return found
-                    run_exists = bool(con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()[0][0])
-                    body(con, file_id, run_exists)
-                    return None
-                return self.transaction(unit)
+            with self.claim(f"run:{run_id}"), self._cursor() as cur:
+                found = stored_run(cur, sha, run_id, bundled)
+                if found:
+                    yield FileClaim(stored_under=found)
+                    return
+                yield FileClaim(file_id=self.next_file_id(cur), run_exists=run_exists(cur, run_id),
+                                transactions=self.transactions)
 
     # -- schema ---------------------------------------------------------------------------------------
     def migrate(self) -> list[str]:
@@ -369,15 +346,20 @@ class LakeStore:
         # Each step is claimed, so one host applies it while the others wait and then find it done.
         with self.claim("migration:_migrations") as mine, self._cursor() as cur:
             if mine:
-                self._retrying(cur, lambda c: c.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR NOT NULL, "
-                                                        "applied_at TIMESTAMP DEFAULT current_timestamp)"))
+                for attempt in self._transactions_on(cur):
+                    with attempt as c:
+                        c.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR NOT NULL, "
+                                  "applied_at TIMESTAMP DEFAULT current_timestamp)")
         for name, sql in wanted:
             with self.claim(f"migration:{name}") as mine, self._cursor() as cur:
                 if not mine or name in applied_migrations(cur):
                     continue
                 try:
-                    self._retrying(cur, lambda c: (c.execute(ducklake_sql(sql)), after_migration(c, name),
-                                                   c.execute("INSERT INTO _migrations (name) VALUES (?)", [name])))
+                    for attempt in self._transactions_on(cur):
+                        with attempt as c:
+                            c.execute(ducklake_sql(sql))
+                            after_migration(c, name)
+                            c.execute("INSERT INTO _migrations (name) VALUES (?)", [name])
                 except duckdb.Error as e:
                     raise StoreError(f"migration {name} failed on DuckLake: {e}",
                                      "the store may be from a newer compilewatch") from None

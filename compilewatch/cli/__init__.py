@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from compilewatch.cli import collect as collectors_cli
 from compilewatch.cli.output import IngestProgress, console, render, safe, say, table
 from compilewatch.core import settings
 from compilewatch.core.errors import CompileWatchError
@@ -30,10 +29,16 @@ from compilewatch.core.errors import CompileWatchError
 
 # -- registry ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class OneOf:
+    """Arguments of which at most one may be given (an argparse mutually exclusive group)."""
+    args: tuple[tuple[tuple, dict], ...]
+
+
+@dataclass(frozen=True)
 class Command:
     name: str
     help: str
-    args: tuple[tuple[tuple, dict], ...]
+    args: tuple[tuple[tuple, dict] | OneOf, ...]
     func: Callable[[argparse.Namespace], int]
     description: str | None = None
 
@@ -44,6 +49,11 @@ COMMANDS: list[Command] = []
 def arg(*names: str, **kwargs) -> tuple[tuple, dict]:
     """One argparse argument, as `add_argument(*names, **kwargs)` would take it."""
     return names, kwargs
+
+
+def one_of(*args: tuple[tuple, dict]) -> OneOf:
+    """`arg(...)`s of which a command line may give at most one."""
+    return OneOf(args)
 
 
 def command(name: str, help: str, *args: tuple[tuple, dict], description: str | None = None):
@@ -520,6 +530,92 @@ def cmd_export_trace(args) -> int:
     return 0
 
 
+# -- the collector: run a job, or a benchmark, and write bundles -------------------------------------
+def _logs_default() -> str:
+    from compilewatch.collectors.collect import DEFAULT_LOGS
+
+    return ",".join(DEFAULT_LOGS)   # the same components, as the --logs flag spells them
+
+
+def _collector_failed(e: CompileWatchError) -> int:
+    # One line, title and hint together: the job's own output shares this stderr.
+    print(f"compilewatch: error: {e}", file=sys.stderr)
+    return 2
+
+
+@command("collect", "run a command under TORCH_LOGS/TORCH_TRACE and timing hooks, write a bundle",
+         arg("--model", help="model name recorded in the manifest"),
+         arg("--label", help="free label recorded in the manifest (branch, experiment, ...)"),
+         arg("--out", default=".compilewatch/bundles", help="folder the bundle goes in (default: %(default)s)"),
+         arg("--logs", default=_logs_default(), help="TORCH_LOGS components (default: %(default)s)"),
+         arg("--timeout", type=float, default=None, metavar="S",
+             help="stop CMD after S seconds (SIGTERM, then SIGKILL); the bundle says end_reason=timeout"),
+         arg("--archive", action="store_true", help="write <bundle>.tar.gz instead of a folder"),
+         arg("--no-hooks", action="store_true", help="don't inject the timing hooks (logs and trace only)"),
+         arg("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS..."),
+         description="Run CMD with TORCH_LOGS and TORCH_TRACE pointed into a new bundle, timing every "
+                     "torch.compile'd callable, and write the bundle however CMD ends. Exits with CMD's status.")
+def cmd_collect(args) -> int:
+    from compilewatch.collectors.collect import collect
+
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not command:
+        print("compilewatch collect: error: give the command to run after --, e.g. "
+              "`compilewatch collect -- python train.py`", file=sys.stderr)
+        return 2
+    try:
+        result = collect(command, args.out, model=args.model, label=args.label, logs=args.logs,
+                         timeout=args.timeout, archive=args.archive, hooks=not args.no_hooks)
+    except CompileWatchError as e:
+        return _collector_failed(e)
+    print(f"compilewatch: {result.end_reason} (exit status {result.exit_status}); bundle: {result.bundle}",
+          file=sys.stderr)
+    return result.exit_status
+
+
+@command("bench", "eager vs torch.compile on built-in models: speedup, compile latency, memory, graph breaks",
+         arg("--models", default="mlp", help="comma-separated built-in models (--list-models)"),
+         arg("--modes", default="default", help="comma-separated torch.compile modes (default: %(default)s)"),
+         one_of(arg("--train", action="store_true", help="time training steps (forward, backward, SGD step); the default"),
+                arg("--infer", action="store_true", help="time inference (forward under no_grad)")),
+         arg("--steps", type=int, default=20, help="steady-state steps timed (default: %(default)s)"),
+         arg("--warmup", type=int, default=3, help="steps run after the first and not timed (default: %(default)s)"),
+         arg("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when available"),
+         arg("--batch-size", type=int, default=None, help="default: each model's own"),
+         arg("--amp", action="store_true", help="bf16 autocast (CUDA only), as PyTorch's dashboard runs training"),
+         arg("--repeats", type=int, default=1, help="run each model and mode N times, for run-to-run spread"),
+         arg("--timeout", type=float, default=None, metavar="S", help="per model and mode"),
+         arg("--out", default=".compilewatch/bench", help="folder for bundles and bench.csv (default: %(default)s)"),
+         arg("--logs", default=_logs_default(), help="TORCH_LOGS components (default: %(default)s)"),
+         arg("--archive", action="store_true", help="write each bundle as .tar.gz"),
+         arg("--skip-missing", action="store_true",
+             help="skip models whose package (torchvision, timm, transformers) is not installed"),
+         arg("--list-models", action="store_true", help="list the built-in models and exit"),
+         description="For each model and mode, run eager and compiled on the same batches (warm-up excluded) "
+                     "in a collected child process; one bundle per model and mode, plus <out>/bench.csv with "
+                     "PyTorch benchmarks/dynamo columns.")
+def cmd_bench(args) -> int:
+    from compilewatch.collectors.models import describe_models
+
+    if args.list_models:
+        print(describe_models())
+        return 0
+    from compilewatch.collectors.bench import run_bench
+
+    try:
+        rows = run_bench(
+            models=[m for m in args.models.split(",") if m.strip()],
+            modes=[m for m in args.modes.split(",") if m.strip()],
+            task="infer" if args.infer else "train",
+            steps=args.steps, warmup=args.warmup, device=args.device, out_dir=args.out,
+            batch_size=args.batch_size, amp=args.amp, repeats=args.repeats, timeout=args.timeout,
+            archive=args.archive, logs=args.logs, skip_missing=args.skip_missing,
+        )
+    except CompileWatchError as e:
+        return _collector_failed(e)
+    return 0 if rows and all(r.get("exit_status", 0) == 0 for r in rows) else 1
+
+
 # -- parser and entry point ----------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="compilewatch",
@@ -535,12 +631,16 @@ def build_parser() -> argparse.ArgumentParser:
                 groups[group[0]] = g.add_subparsers(dest=f"{group[0]}_command", required=True, metavar="COMMAND")
             target = groups[group[0]]
         cp = target.add_parser(name, help=c.help, description=c.description or c.help)
-        for names, kwargs in c.args:
-            cp.add_argument(*names, **kwargs)
-        if any(names == ("--db",) for names, _ in c.args):
+        for a in c.args:
+            if isinstance(a, OneOf):
+                group = cp.add_mutually_exclusive_group()
+                for names, kwargs in a.args:
+                    group.add_argument(*names, **kwargs)
+            else:
+                cp.add_argument(*a[0], **a[1])
+        if db_arg()[0] in (a[0] for a in c.args if not isinstance(a, OneOf)):
             cp.add_argument(*data_path_arg()[0], **data_path_arg()[1])
         cp.set_defaults(func=c.func)
-    collectors_cli.add_subcommands(sub)   # `collect` and `bench`
     return p
 
 

@@ -157,3 +157,18 @@ def stacks(con, run_id: str) -> list[tuple[str | None, int | None, list]]:
             continue
         out.append((cid, rank, frames if isinstance(frames, list) else []))
     return out
+
+
+def specialisations(con, run_id: str, compile_id: str | None) -> list[dict]:
+    """The compile id's symbolic_shape_specialization records, decoded: symbol, sources, value,
+    reason, and the user frame that caused it (user_code, file:line in function)."""
+    out = []
+    for a in list_artifacts(con, run_id, compile_id):
+        if a["kind"] != "symbolic_shape_specialization":
+            continue
+        v = json.loads(fetch(con, run_id, a["file_id"], a["line_no"]).text)
+        user = (v.get("user_stack") or [None])[-1] or {}
+        out.append({"symbol": v.get("symbol"), "sources": ", ".join(v.get("sources") or []), "value": v.get("value"),
+                    "reason": v.get("reason"),
+                    "user_code": f"{user.get('filename')}:{user.get('line')} in {user.get('name')}" if user else None})
+    return out

@@ -6,6 +6,7 @@ import json
 
 from compilewatch.core.errors import NotFoundError
 from compilewatch.deepdive import artifacts, stack_trie
+from compilewatch.deepdive.compiles import attempts, compile_ids
 
 
 def _run(con, run_id: str) -> dict:
@@ -19,21 +20,6 @@ def _run(con, run_id: str) -> dict:
 def _fmt_size(n) -> str:
     n = int(n or 0)
     return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
-
-
-def compile_ids(con, run_id: str) -> list[dict]:
-    """Every compile id of the run (from compiles and artifacts), with its artifact count."""
-    return artifacts.rows(con, """
-    WITH a AS (SELECT compile_id, rank, count(*) FILTER (WHERE kind <> 'dynamo_start') AS artifacts
-               FROM artifacts WHERE run_id = ? AND compile_id IS NOT NULL GROUP BY ALL),
-    c AS (SELECT compile_id, rank, any_value(co_name) AS co_name,
-                 any_value(co_filename || ':' || co_firstlineno) AS code, bool_or(is_recompile) AS is_recompile,
-                 any_value(fail_type) AS fail_type, min(line_no) AS line_no
-          FROM compiles WHERE run_id = ? GROUP BY ALL)
-    SELECT coalesce(c.compile_id, a.compile_id) AS compile_id, coalesce(c.rank, a.rank) AS rank, c.co_name, c.code,
-           c.is_recompile, c.fail_type, coalesce(a.artifacts, 0) AS artifacts
-    FROM c FULL JOIN a ON a.compile_id = c.compile_id AND a.rank IS NOT DISTINCT FROM c.rank
-    ORDER BY c.line_no NULLS LAST, compile_id""", [run_id, run_id])
 
 
 def run_text(con, run_id: str) -> str:
@@ -60,17 +46,6 @@ def run_text(con, run_id: str) -> str:
     return "\n".join(out)
 
 
-def _one_compile(con, run_id: str, compile_id: str, rank: int | None) -> list[dict]:
-    return artifacts.rows(con, """
-    SELECT compile_id, rank, co_name, co_filename, co_firstlineno, entire_frame_compile_time_s,
-           backend_compile_time_s, inductor_compile_time_s, code_gen_time_s, guard_count, shape_env_guard_count,
-           graph_op_count, graph_node_count, graph_input_count, cache_size, fail_type, fail_reason,
-           fail_user_frame_filename, fail_user_frame_lineno, restart_reasons, recompile_reason, is_recompile
-    FROM compiles WHERE run_id = ? AND (compile_id = ? OR regexp_replace(compile_id, '_\\d+$', '') = ?)
-      AND (? IS NULL OR rank = ?)
-    ORDER BY line_no""", [run_id, compile_id, compile_id, rank, rank])
-
-
 def _cid(compile_id):
     """'-' (tlparse's [-/-]) names the records that carry no compile id: export, dump_file, torch_version."""
     return None if compile_id in ("-", "-/-") else compile_id
@@ -80,7 +55,7 @@ def compile_text(con, run_id: str, compile_id: str, rank: int | None = None) -> 
     _run(con, run_id)
     compile_id = _cid(compile_id)
     arts = [a for a in artifacts.list_artifacts(con, run_id, compile_id) if rank is None or a["rank"] == rank]
-    metrics = _one_compile(con, run_id, compile_id, rank)
+    metrics = attempts(con, run_id, compile_id, rank)
     if not arts and not metrics:
         known = ", ".join(r["compile_id"] or "-" for r in compile_ids(con, run_id)[:30])
         raise NotFoundError(f"run {run_id} has no compile id {compile_id!r}",

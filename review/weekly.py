@@ -237,21 +237,25 @@ def pick_runs(con, sides: Sides, since: timedelta, models=(), hardware=(),
     return base.reset_index(drop=True), cand.reset_index(drop=True)
 
 
-def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timedelta = timedelta(days=7),
-           rules: Rules | None = None, pinned: Spec | None = None, models=(), hardware=(),
-           with_changepoints: bool = True, windows: tuple[Window, Window] | None = None,
-           run_ids=None, with_hotspots: bool = True) -> Review:
-    """Judge every metric and key of every model x hardware the candidate ran, against the baseline
-    runs on the same hardware. See ``baseline`` for what the SPECs and windows select; ``windows``
-    (baseline, candidate) replaces the windows `since` would give (the dashboard's date picker);
-    ``run_ids`` keeps both sides within those runs (the dashboard's other filters)."""
-    rules = rules or Rules()
-    sides = resolve_sides(baseline, candidate, since, S.newest_run_time(con), pinned)
-    if windows is not None:
-        sides = Sides(sides.baseline, sides.candidate, Window() if sides.baseline else windows[0],
-                      Window() if sides.candidate else windows[1])
+@dataclass
+class Series:
+    """What the judge needs, read from the store once: both sides' runs, the model x hardware groups
+    (run ids per side), the per-run metric values and keys. Judging it does no I/O."""
+    base: pd.DataFrame
+    cand: pd.DataFrame
+    all_runs: pd.DataFrame
+    groups: dict[tuple[str, str], dict[str, list[str]]]
+    notes: list[Note]
+    values: pd.DataFrame
+    keys: dict[str, pd.DataFrame]
+
+
+def load_series(con, sides: Sides, since: timedelta, rules: Rules, models=(), hardware=(), run_ids=None,
+                with_hotspots: bool = True) -> Series:
+    """The runs the sides select and, for the model x hardware groups with runs on both sides, their
+    values and keys (and the candidate's keys for its hotspots and storms). With windows only, a
+    model with no runs in the baseline window gets its own previous version as the baseline."""
     base, cand = pick_runs(con, sides, since, models, hardware, run_ids)
-    desc_b, desc_c = sides.describe()
     all_runs = pd.concat([base.assign(side="baseline"), cand.assign(side="candidate")], ignore_index=True)
     notes: list[Note] = []
     groups: dict[tuple[str, str], dict[str, list[str]]] = {}
@@ -259,8 +263,6 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
         for rid, model, hw in zip(frame["run_id"], frame["model"], frame["hardware"]):
             groups.setdefault((model, hw), {"baseline": [], "candidate": []})[side].append(rid)
     if not (sides.baseline or sides.candidate):
-        # windows only: a model with no runs in the baseline window is judged against its own
-        # previous version inside the candidate window
         for (model, hw), g in groups.items():
             if g["candidate"] and not g["baseline"]:
                 split = previous_version(cand[(cand["model"] == model) & (cand["hardware"] == hw)],
@@ -271,19 +273,24 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
                     notes.append(Note("own_history", model, hw, f"{model} on {hw}: {text}"))
     # only model x hardware groups with runs on both sides are judged: load nothing for the rest
     both_ids = {r for g in groups.values() if g["baseline"] and g["candidate"] for r in g["baseline"] + g["candidate"]}
-    judged = all_runs[all_runs["run_id"].isin(both_ids)]
-    values = (S.run_values(con, list(judged["run_id"])) if len(judged)
+    judged_runs = all_runs[all_runs["run_id"].isin(both_ids)]
+    values = (S.run_values(con, list(judged_runs["run_id"])) if len(judged_runs)
               else pd.DataFrame(columns=S.METRIC_COLUMNS))
     values = values.merge(all_runs, on="run_id", how="inner")
+    key_ids = sorted(set(judged_runs["run_id"]) | (set(cand["run_id"]) if with_hotspots else set()))
+    keys = {kind: fn(con, key_ids) for kind, fn, _ in KEY_SOURCES} if key_ids else {}
+    return Series(base, cand, all_runs, groups, notes, values, keys)
+
+
+def judge(data: Series, rules: Rules, with_changepoints: bool = True) -> tuple[list[Verdict], list[ChangePoint], list[Note]]:
+    """Every verdict, change point and note for the loaded series; pure: no store, no I/O."""
+    notes = list(data.notes)
     verdicts: list[Verdict] = []
     cps: list[ChangePoint] = []
+    values, groups = data.values, data.groups
     hit_rate = dict(values.loc[values["metric"] == "cache_hit_rate", ["run_id", "value"]].itertuples(index=False))
-    # keys of the judged runs, and of the candidate's runs for its hotspots and storms
-    key_ids = sorted(set(judged["run_id"]) | (set(cand["run_id"]) if with_hotspots else set()))
-    keys = {kind: fn(con, key_ids) for kind, fn, _ in KEY_SOURCES} if key_ids else {}
-
     # plain records from here on: per-row pandas access costs more than the statistics
-    run_rec = {r["run_id"]: r for r in S.records(all_runs)}
+    run_rec = {r["run_id"]: r for r in S.records(data.all_runs)}
     series_values: dict[tuple, dict[str, dict]] = {}
     for rec in S.records(values[values["metric"].isin(GATED)]):
         series_values.setdefault((rec["model"], rec["hardware"], rec["metric"], rec["subject"]), {})[rec["run_id"]] = rec
@@ -291,25 +298,19 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
     for k in sorted(series_values):
         by_group_series.setdefault(k[:2], []).append(k)
     key_recs: dict[str, dict[str, list[dict]]] = {}
-    for kind, frame in keys.items():
+    for kind, frame in data.keys.items():
         per_run: dict[str, list[dict]] = {}
         for rec in S.records(frame):
             per_run.setdefault(rec["run_id"], []).append(rec)
         key_recs[kind] = per_run
     base_hw_by_model: dict[str, set[str]] = {}
-    for rid, model, hw in zip(base["run_id"], base["model"], base["hardware"]):
+    for model, hw in zip(data.base["model"], data.base["hardware"]):
         base_hw_by_model.setdefault(model, set()).add(hw)
 
     for (model, hw) in sorted(k for k, g in groups.items() if g["candidate"]):
         b_ids, c_ids = groups[(model, hw)]["baseline"], groups[(model, hw)]["candidate"]
         if not b_ids:
-            others = sorted(base_hw_by_model.get(model, set()))
-            if others:
-                notes.append(Note("different_hardware", model, hw,
-                                  f"{model}: the candidate ran on {hw}, the baseline only on {', '.join(others)}; "
-                                  f"not compared (a speedup or a step time is only comparable on the same hardware)"))
-            else:
-                notes.append(Note("no_baseline", model, hw, f"{model} on {hw}: no baseline runs to compare with"))
+            notes.append(_not_compared(model, hw, sorted(base_hw_by_model.get(model, set()))))
             continue
         for key in by_group_series.get((model, hw), []):
             _, _, metric, subject = key
@@ -322,10 +323,10 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
             unit = first["unit"] if isinstance(first["unit"], str) else None
             direction = first["direction"] if isinstance(first["direction"], str) else None
             if metric == "compile_time":
-                judged = _compile_time_verdicts(model, hw, subject, b_vals, c_vals, rules, unit, direction, hit_rate)
+                found = _compile_time_verdicts(model, hw, subject, b_vals, c_vals, rules, unit, direction, hit_rate)
             else:
-                judged = [judge_values(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction)]
-            verdicts += [_with_command(v) if v.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT) else v for v in judged]
+                found = [judge_values(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction)]
+            verdicts += [_with_command(v) if v.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT) else v for v in found]
             if with_changepoints and len(b_vals) + len(c_vals) >= 2 * rules.changepoint_min_size:
                 cps += change_points(model, hw, metric, subject, b_vals + c_vals, rules, unit, hit_rate)
         for kind, _, describe in KEY_SOURCES:
@@ -336,9 +337,38 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
         torch_c = {run_rec[r]["torch_version"] for r in c_ids}
         _host_speed(verdicts, group, torch_b == torch_c)
     _attach_runs(verdicts, groups, run_rec)
-    return Review(desc_b, desc_c, rules, base, cand, verdicts, cps, notes, values,
-                  hotspots=_hotspots(keys, cand) if with_hotspots else pd.DataFrame(),
-                  storms=_storms(keys, cand) if with_hotspots else pd.DataFrame())
+    return verdicts, cps, notes
+
+
+def _not_compared(model: str, hw: str, baseline_hardware: list[str]) -> Note:
+    if baseline_hardware:
+        return Note("different_hardware", model, hw,
+                    f"{model}: the candidate ran on {hw}, the baseline only on {', '.join(baseline_hardware)}; "
+                    f"not compared (a speedup or a step time is only comparable on the same hardware)")
+    return Note("no_baseline", model, hw, f"{model} on {hw}: no baseline runs to compare with")
+
+
+def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timedelta = timedelta(days=7),
+           rules: Rules | None = None, pinned: Spec | None = None, models=(), hardware=(),
+           with_changepoints: bool = True, windows: tuple[Window, Window] | None = None,
+           run_ids=None, with_hotspots: bool = True) -> Review:
+    """Judge every metric and key of every model x hardware the candidate ran, against the baseline
+    runs on the same hardware: the series loaded once (``load_series``), then judged with no I/O
+    (``judge``). See ``baseline`` for what the SPECs and windows select; ``windows`` (baseline,
+    candidate) replaces the windows `since` would give (the dashboard's date picker); ``run_ids``
+    keeps both sides within those runs (the dashboard's other filters). Readers go through
+    ``gate.assemble``, which takes the rules and the pinned baseline from the settings."""
+    rules = rules or Rules()
+    sides = resolve_sides(baseline, candidate, since, S.newest_run_time(con), pinned)
+    if windows is not None:
+        sides = Sides(sides.baseline, sides.candidate, Window() if sides.baseline else windows[0],
+                      Window() if sides.candidate else windows[1])
+    data = load_series(con, sides, since, rules, models, hardware, run_ids, with_hotspots)
+    verdicts, cps, notes = judge(data, rules, with_changepoints)
+    desc_b, desc_c = sides.describe()
+    return Review(desc_b, desc_c, rules, data.base, data.cand, verdicts, cps, notes, data.values,
+                  hotspots=_hotspots(data.keys, data.cand) if with_hotspots else pd.DataFrame(),
+                  storms=_storms(data.keys, data.cand) if with_hotspots else pd.DataFrame())
 
 
 def version_of(row) -> tuple[str, str]:

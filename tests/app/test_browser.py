@@ -184,3 +184,32 @@ def test_deep_link_on_a_fresh_server_gets_the_declared_navigation(tmp_path):
         # A team server shows no Deploy button or developer menu (client.toolbarMode).
         assert page.get_by_test_id("stAppDeployButton").count() == 0
         assert page.get_by_text("Deploy", exact=True).count() == 0
+
+
+def test_the_sample_log_overview_reads_as_a_verdict(tmp_path):
+    """The sample logs' GPU team job in a real browser: the Overview leads with one headline per
+    model and hardware, and the breaks version's warm-cache compile-time regression is there for
+    both GPUs, in words, with the new graph break's file:line; the speedup is not blended across
+    hardware kinds."""
+    reason = missing_browser()
+    if reason:
+        pytest.skip(reason)
+    from compilewatch.ingest.loader import ingest_paths
+    paths = sorted(p for d in ("gpu-h100-torch2.11", "gpu-h200-torch2.11")
+                   for p in (ROOT / "sample_logs" / d).glob("llama-*.tar.gz"))
+    paths += sorted((ROOT / "sample_logs" / "cpu-torch2.13").glob("*.tar.gz"))
+    db = tmp_path / "store" / "compilewatch.duckdb"
+    assert ingest_paths(open_store(db), paths).ok
+    pages = _main_pages()
+    with dashboard_server(db, log_path=tmp_path / "server.log") as base, chromium_page(height=2400) as page:
+        page.goto(base + "/", timeout=WAIT_MS)
+        _wait_heading(page, next(iter(pages.values()))[1])
+        page.get_by_text("llama-pretrain on NVIDIA H200 ×1 got worse", exact=False).first.wait_for(timeout=WAIT_MS)
+        wait_for_app_idle(page, WAIT_MS)
+        _shot(page, "overview_sample_logs")
+        text = page.inner_text("[data-testid=stMain]")
+        for hw in ("NVIDIA H100 80GB HBM3 ×1", "NVIDIA H200 ×1"):
+            head = next(line for line in text.splitlines() if line.startswith(f"llama-pretrain on {hw} got worse"))
+            assert "train_llama.py:155" in head and "compile time [warm cache] +" in head, head
+        assert "Speedup and compile time are figures of one kind of hardware" in text
+        assert _exceptions(page) == []

@@ -142,30 +142,49 @@ def _classify_cached(raw: str) -> dict:
 
 
 def _classify(raw: str) -> dict:
+    text, actual = _guard_text(raw)
+    if not text:
+        return _result("other", ["empty"])
+    for rule in _RULES:
+        found = rule(text, actual)
+        if found is not None:
+            return found
+    return _result("other", [normalize_reason(text)[:120]])
+
+
+def _guard_text(raw: str) -> tuple[str, str | None]:
+    """The guard's expression without its compile-id prefix and trailing ``# user code`` comment,
+    and the actual value when torch prints one (``..., with LHS value: 7``)."""
     _, text = strip_entry_prefix(raw)
     text = text.strip()
-    actual_from_lhs = None
+    actual = None
     m = _LHS_VALUE.search(text)
     if m:
-        actual_from_lhs = m.group("act")
+        actual = m.group("act")
         text = text[: m.start()]
     m = _COMMENT.search(text)
     if m and not text.startswith("tensor '"):
         text = text[: m.start()].rstrip()
-    if not text:
-        return _result("other", ["empty"])
+    return text, actual
 
+
+# Each rule: (guard text, actual value or None) -> the result for the kinds of guard it knows, or
+# None. _RULES tries them in order; the first that knows the guard decides.
+def _tensor_rule(text: str, actual: str | None) -> dict | None:
     m = _TENSOR.match(text)
     if m:
         return _classify_tensor(m.group("src"), m.group("what").strip(), m.group("rest"))
     m = _DEVICE_INDEX.search(text)
     if m:
         return _result("other", ["device_index"], expected=m.group("exp"), actual=m.group("act"))
+    return None
 
+
+def _identity_or_type_rule(text: str, actual: str | None) -> dict | None:
     m = _OBJ_ID.match(text) or _ID_EQ.match(text) if not text.startswith("id(type(") else None
     if m:
         src = m.group("src")
-        return _result("object_identity", [_src_key(src)], source=src, actual=actual_from_lhs)
+        return _result("object_identity", [_src_key(src)], source=src, actual=actual)
     m = _INVALIDATED.match(text)
     if m:
         src = m.group("src")
@@ -173,7 +192,7 @@ def _classify(raw: str) -> dict:
     m = _TYPE_ID.match(text) or _TYPE_ID_EQ.match(text) or _TYPE_MISMATCH.match(text)
     if m:
         src = m.group("src")
-        return _result("type", [_src_key(src)], source=src, actual=actual_from_lhs)
+        return _result("type", [_src_key(src)], source=src, actual=actual)
     m = _TYPE_EXPECTED.match(text)
     if m:
         src = m.group("src")
@@ -182,7 +201,10 @@ def _classify(raw: str) -> dict:
     if m:
         src = m.group("src")
         return _result("type", [_src_key(src)], source=src, expected=m.group("exp"))
+    return None
 
+
+def _global_state_rule(text: str, actual: str | None) -> dict | None:
     m = _GLOBAL_CHANGED.match(text)
     if m:
         what = " ".join(m.group("what").split())
@@ -195,12 +217,18 @@ def _classify(raw: str) -> dict:
         return _result("global_state", [_GLOBAL_FUNCS[fn]], expected=None if fn != "___is_grad_enabled" else str(not neg))
     if text.startswith("utils_device.CURRENT_DEVICE") or "autocast" in fn or "deterministic" in text:
         return _result("global_state", [_GLOBAL_FUNCS.get(fn) or normalize_reason(text)[:80]])
+    return None
 
+
+def _length_rule(text: str, actual: str | None) -> dict | None:
     m = _LEN.match(text)
     if m:
         src = m.group("src")
-        return _result("length", [_src_key(src)], source=src, expected=m.group("exp"), actual=actual_from_lhs)
+        return _result("length", [_src_key(src)], source=src, expected=m.group("exp"), actual=actual)
+    return None
 
+
+def _dict_keys_rule(text: str, actual: str | None) -> dict | None:
     m = _DICT_CONTAINS.match(text)
     if m:
         src, key = m.group("src"), m.group("key").strip()
@@ -217,8 +245,11 @@ def _classify(raw: str) -> dict:
         return _result("dict_keys", [_src_key(src), "version"], source=src)
     if text.startswith(("DICT_KEYS", "DICT_CONTAINS", "DICT_VERSION")):
         return _result("dict_keys", [normalize_reason(text)[:120]])
+    return None
 
-    # shape-env guards: L['x'].size()[0] == 8, 2 <= L['x'].size()[0], Eq(...)
+
+def _shape_env_rule(text: str, actual: str | None) -> dict | None:
+    """Shape-env guards: L['x'].size()[0] == 8, 2 <= L['x'].size()[0], Eq(...)."""
     m = _SHAPE.search(text)
     if m and not text.startswith("hasattr("):
         cat = "size_mismatch" if m.group("kind") == "size" else "stride_mismatch"
@@ -226,8 +257,11 @@ def _classify(raw: str) -> dict:
         eq = _SHAPE_EQ.match(text)
         expected = eq.group("rhs") if eq else _shape_relation(text)
         return _result(cat, [_src_key(src), f"dim{dim}"], source=src, dimension=dim,
-                       expected=expected, actual=actual_from_lhs)
+                       expected=expected, actual=actual)
+    return None
 
+
+def _constant_rule(text: str, actual: str | None) -> dict | None:
     if text.startswith(("hasattr(", "___guarded_code", "___check_tensors", "___odict_getitem")):
         return _result("other", [normalize_reason(text)[:120]])
     if text.startswith("EQUALS_MATCH") or text.startswith("CONSTANT_MATCH"):
@@ -236,8 +270,12 @@ def _classify(raw: str) -> dict:
     if m:
         src, op, val = m.group("src"), m.group("op"), m.group("val")
         return _result("constant", [_src_key(src)], source=src,
-                       expected=val if op in ("==", "is") else f"{op} {val}", actual=actual_from_lhs)
-    return _result("other", [normalize_reason(text)[:120]])
+                       expected=val if op in ("==", "is") else f"{op} {val}", actual=actual)
+    return None
+
+
+_RULES = (_tensor_rule, _identity_or_type_rule, _global_state_rule, _length_rule, _dict_keys_rule,
+          _shape_env_rule, _constant_rule)
 
 
 def _shape_relation(text: str) -> str:

@@ -57,8 +57,39 @@ def parse(env, ctx) -> None:
     ca, frame_id, fci, attempt = _ids(env, m)
     compile_id = format_compile_id(ca, frame_id, fci, attempt)
     rank = env.rank
+    restarts = _restart_reasons(m)
     row = {"line_no": env.line_no, "compile_id": compile_id, "frame_id": frame_id, "frame_compile_id": fci,
-           "attempt": attempt, "compiled_autograd_id": ca, "rank": rank}
+           "attempt": attempt, "compiled_autograd_id": ca, "rank": rank, **_metrics(m),
+           "restart_reasons": None if restarts is None else json.dumps(restarts), "is_recompile": bool(fci)}
+    autotune_us = as_float(m.get("compile_time_autotune_time_us"))
+    row["autotune_time_s"] = None if autotune_us is None else autotune_us / 1e6
+    row["metrics_json"] = _metrics_json(m)
+    ctx.sink.row("compiles", row)
+
+    key = (rank, ca, frame_id, fci)
+    ctx.started.pop(key, None)
+    co_name = _function(ctx, row["co_name"], (rank, ca, frame_id), fci)
+    # compilation_metrics closes its compile: the joins keyed by compile id are consumed here, since
+    # one file can hold several sessions that reuse the same ids (tlparse's cache_hit_miss.log)
+    no = ctx.recompile_nos.pop(key, None)
+    artifact_reason = ctx.recompile_reasons.pop(key, None)
+    covered = key in ctx.break_artifacts
+    ctx.break_artifacts.discard(key)
+    if fci:
+        no = ctx.next_recompile_no() if no is None else no
+        ctx.sink.row("recompiles", _recompile(env, row, co_name, no, row["recompile_reason"] or artifact_reason))
+    if restarts and not covered:
+        for reason in _break_reasons(restarts):
+            ctx.sink.row("graph_breaks", break_row(env.line_no, compile_id, rank, "trace_restart", reason,
+                                                   parse_reason(reason), None, None, None, None, False))
+    hit = _limit_hit(env, row, co_name)
+    if hit is not None:
+        ctx.sink.row("limit_hits", hit)
+
+
+def _metrics(m: dict) -> dict:
+    """The compiles columns read as they are from the metrics, and the failure type."""
+    row = {}
     for k in _INT_FIELDS:
         row[k] = as_int(m.get(k))
     for k in _FLOAT_FIELDS:
@@ -75,69 +106,58 @@ def parse(env, ctx) -> None:
         if cm:
             fail_type = cm.group(1)
     row["fail_type"] = fail_type
+    return row
+
+
+def _restart_reasons(m: dict) -> list[str] | None:
     restarts = m.get("restart_reasons")
     if isinstance(restarts, (list, tuple)):
-        restarts = [str(r) for r in restarts]
-    elif restarts is not None:
-        restarts = [str(restarts)]
-    row["restart_reasons"] = None if restarts is None else json.dumps(restarts)
-    row["is_recompile"] = bool(fci)
-    autotune_us = as_float(m.get("compile_time_autotune_time_us"))
-    row["autotune_time_s"] = None if autotune_us is None else autotune_us / 1e6
-    row["metrics_json"] = _metrics_json(m)
-    ctx.sink.row("compiles", row)
+        return [str(r) for r in restarts]
+    return None if restarts is None else [str(restarts)]
 
-    key = (rank, ca, frame_id, fci)
-    ctx.started.pop(key, None)
-    co_name = row["co_name"]
+
+def _function(ctx, co_name: str | None, frame: tuple, fci) -> str | None:
+    """The compiled function's name, remembered per frame: a compile that failed early (e.g. on
+    the recompile limit) logs co_name null, and the frame's earlier compiles name it."""
+    _, _, frame_id = frame
     if co_name and frame_id is not None:
         if not fci:
-            ctx.frame_functions[(rank, ca, frame_id)] = co_name  # a new session may reuse frame ids
+            ctx.frame_functions[frame] = co_name  # a new session may reuse frame ids
         else:
-            ctx.frame_functions.setdefault((rank, ca, frame_id), co_name)
+            ctx.frame_functions.setdefault(frame, co_name)
     elif frame_id is not None:
-        # a compile that failed early (e.g. on the recompile limit) logs co_name null: the frame's
-        # earlier compiles name it
-        co_name = ctx.frame_functions.get((rank, ca, frame_id))
+        co_name = ctx.frame_functions.get(frame)
+    return co_name
 
-    # compilation_metrics closes its compile: the joins keyed by compile id are consumed here, since
-    # one file can hold several sessions that reuse the same ids (tlparse's cache_hit_miss.log)
-    no = ctx.recompile_nos.pop(key, None)
-    artifact_reason = ctx.recompile_reasons.pop(key, None)
-    covered = key in ctx.break_artifacts
-    ctx.break_artifacts.discard(key)
-    if fci:
-        if no is None:
-            no = ctx.next_recompile_no()
-        reason = row["recompile_reason"] or artifact_reason
-        if reason:
-            reason = reason.split("\nUser stack trace:", 1)[0].strip()
-        ctx.sink.row("recompiles", {
-            "line_no": env.line_no, "recompile_no": no, "compile_id": compile_id, "rank": rank,
+
+def _recompile(env, row: dict, co_name: str | None, no: int, reason: str | None) -> dict:
+    """The recompiles row of a frame's compile after its first."""
+    if reason:
+        reason = reason.split("\nUser stack trace:", 1)[0].strip()
+    return {"line_no": env.line_no, "recompile_no": no, "compile_id": row["compile_id"], "rank": row["rank"],
             "function": co_name, "file": row["co_filename"], "line": row["co_firstlineno"],
-            "ts": row["start_time"], "reason": reason, "source": "trace",
-        })
+            "ts": row["start_time"], "reason": reason, "source": "trace"}
 
-    if restarts and not covered:
-        seen = set()
-        for reason in restarts:
-            if not reason.strip() or reason in seen or not is_break(reason):
-                continue
-            seen.add(reason)
-            info = parse_reason(reason)
-            ctx.sink.row("graph_breaks", break_row(env.line_no, compile_id, rank, "trace_restart", reason, info,
-                                                   None, None, None, None, False))
 
+def _break_reasons(restarts: list[str]):
+    """The restart reasons that are graph breaks, each once."""
+    seen = set()
+    for reason in restarts:
+        if not reason.strip() or reason in seen or not is_break(reason):
+            continue
+        seen.add(reason)
+        yield reason
+
+
+def _limit_hit(env, row: dict, co_name: str | None) -> dict | None:
+    """The limit_hits row of a compile that failed on a recompile / cache-size limit, or None."""
     fail_reason = row["fail_reason"]
-    if fail_reason and ("limit" in fail_reason):
-        lm = _LIMIT.search(fail_reason)
-        if lm and re.search(r"exceeded|reached|\bhit\b", fail_reason):
-            vm = _LIMIT_VALUE.search(fail_reason)
-            value = None
-            if vm:
-                value = int(vm.group(1) or vm.group(2))
-            ctx.sink.row("limit_hits", {
-                "line_no": env.line_no, "compile_id": compile_id, "rank": rank, "limit_name": lm.group(1),
-                "limit_value": value, "function": co_name, "file": row["co_filename"],
-                "line": row["co_firstlineno"], "reason": fail_reason,
-            })
+    if not fail_reason or "limit" not in fail_reason:
+        return None
+    lm = _LIMIT.search(fail_reason)
+    if not lm or not re.search(r"exceeded|reached|\bhit\b", fail_reason):
+        return None
+    vm = _LIMIT_VALUE.search(fail_reason)
+    return {"line_no": env.line_no, "compile_id": row["compile_id"], "rank": row["rank"], "limit_name": lm.group(1),
+            "limit_value": int(vm.group(1) or vm.group(2)) if vm else None, "function": co_name,
+            "file": row["co_filename"], "line": row["co_firstlineno"], "reason": fail_reason}

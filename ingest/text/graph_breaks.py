@@ -36,64 +36,64 @@ def starts(msg: str) -> bool:
 
 
 def parse(rec, ctx) -> None:
-    sink = ctx.sink
-    lines = rec.lines
-    head = lines[0]
+    head = rec.lines[0]
     if rec.prefix and _ITEM_WARNING_SOURCE.search(rec.prefix) and head.startswith("Graph break: from user code at"):
         # The tail of tensor.py's "Graph break from `Tensor.item()`, consider setting: ..." warning
         # (2.5+). It precedes the [__graph_breaks] record of the same break, which carries the
         # reason; counting both would report every .item() break twice (seen in torch 2.11 logs).
         return
-    gb_type = explanation = hints = gb_code = None
-    reason = user_file = user_line = user_function = None
-    fr: list = []
+    found = _read(rec.lines)
+    if found is None:
+        ctx.error(rec.start_line, "payload", "graph-break record of an unknown shape", head)
+        return
+    reason, fr, user_file, user_line = found
+    if reason is None and not fr and user_file is None:
+        ctx.error(rec.start_line, "payload", "graph-break record without reason or location", head)
+        return
+    ctx.sink.row("graph_breaks", _row(rec, reason, fr, user_file, user_line))
+
+
+def _read(lines) -> tuple | None:
+    """(reason, stack frames, user file, user line) from whichever shape the record has (module
+    docstring); None for a record of no known shape."""
+    head = lines[0]
     m = _IN_USER_CODE.match(head)
     if m:
         user_file, user_line = m.group("file"), int(m.group("line")) if m.group("line").isdigit() else None
         reason_lines, rest = _reason_block(lines[1:])
         if "User code traceback:" in rest:
             rest = rest[rest.index("User code traceback:") + 1:]
-        fr = frames(_before_traceback(rest))
         reason = "\n".join(reason_lines).strip() or _exception_reason(rest)
-    elif head.startswith("Graph break: torch.compile cannot properly resume"):
+        return reason, frames(_before_traceback(rest)), user_file, user_line
+    if head.startswith("Graph break: torch.compile cannot properly resume"):
         body = lines[1:]
-        fr = frames(_before_traceback(body))
         reason = _exception_reason(body) or "skip: " + head[len("Graph break: "):].strip()
-    else:
-        text = "\n".join(lines)
-        m = _OLD_FORM.match(text)
-        if not m:
-            # "Graph break: <reason>" without a user stack (some 2.x paths log only the reason)
-            if head.startswith("Graph break: "):
-                reason = text[len("Graph break: "):].strip()
-                fr = frames(_before_traceback(lines[1:]))
-            else:
-                ctx.error(rec.start_line, "payload", "graph-break record of an unknown shape", head)
-                return
-        else:
-            reason = m.group("reason").strip()
-            fr = frames(_before_traceback(lines))
-            exc_reason = _exception_reason(lines)
-            if reason in ("", "skip:"):
-                reason = ((reason + " ") if reason else "") + (exc_reason or "")
-                reason = reason.strip() or None
-    if reason is None and not fr and user_file is None:
-        ctx.error(rec.start_line, "payload", "graph-break record without reason or location", head)
-        return
+        return reason, frames(_before_traceback(body)), None, None
+    text = "\n".join(lines)
+    m = _OLD_FORM.match(text)
+    if m:
+        reason = m.group("reason").strip()
+        if reason in ("", "skip:"):
+            reason = ((reason + " ") if reason else "") + (_exception_reason(lines) or "")
+            reason = reason.strip() or None
+        return reason, frames(_before_traceback(lines)), None, None
+    if head.startswith("Graph break: "):
+        # "Graph break: <reason>" without a user stack (some 2.x paths log only the reason)
+        return text[len("Graph break: "):].strip(), frames(_before_traceback(lines[1:])), None, None
+    return None
+
+
+def _row(rec, reason: str | None, fr: list, user_file: str | None, user_line: int | None) -> dict:
+    """The graph_breaks row: the reason's parts (2.7+ gb_type, explanation, hints, registry code),
+    the user's frame and the break's key."""
+    gb_type = explanation = hints = gb_code = None
     nested = is_nested(reason)
     if reason:
         parts = parse_reason(reason)
         gb_type, explanation, hints, gb_code = parts.gb_type, parts.explanation, parts.hints_json, parts.gb_code
         if reason.startswith("Reason: "):
             reason = reason[len("Reason: "):]
-    user_frames = [f for f in fr if not _is_torch_internal(f[0])] or fr
-    if user_file is None and user_frames:
-        user_file, user_line, user_function = user_frames[-1]
-    elif user_file is not None:
-        for f, ln, fn in reversed(fr):
-            if f == user_file and ln == user_line:
-                user_function = fn
-                break
+    user_file, user_line, user_function = _user_frame(fr, user_file, user_line)
     row = base_row(rec)
     row.update(
         source="text",
@@ -112,7 +112,22 @@ def parse(rec, ctx) -> None:
         nested=nested,
         break_key=graph_break_key(gb_type, reason, user_file, user_line),
     )
-    sink.row("graph_breaks", row)
+    return row
+
+
+def _user_frame(fr: list, user_file: str | None, user_line: int | None) -> tuple:
+    """(file, line, function) where the break happened in the user's code: the location the record
+    names, else the innermost frame outside torch."""
+    user_function = None
+    user_frames = [f for f in fr if not _is_torch_internal(f[0])] or fr
+    if user_file is None and user_frames:
+        user_file, user_line, user_function = user_frames[-1]
+    elif user_file is not None:
+        for f, ln, fn in reversed(fr):
+            if f == user_file and ln == user_line:
+                user_function = fn
+                break
+    return user_file, user_line, user_function
 
 
 def _before_traceback(lines):

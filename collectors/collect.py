@@ -206,76 +206,11 @@ def collect(
 
     started_at = utc_now()
     t0 = time.monotonic()
-    state = {"reason": None, "signal": None}
-    log_path = bundle / TORCH_LOGS
-    log = open(log_path, "wb")
-    lock = threading.Lock()
-    try:
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=_child_stdin(),
-                                start_new_session=True)
-    except OSError as e:
-        log.close()
-        shutil.rmtree(bundle, ignore_errors=True)
-        raise CommandNotFoundError(f"cannot start {command[0]}: {e.strerror or e}")
-
-    out_term = getattr(sys.stdout, "buffer", None) if tee else None
-    err_term = getattr(sys.stderr, "buffer", None) if tee else None
-    tees = [_Tee(proc.stdout, out_term, log, lock), _Tee(proc.stderr, err_term, log, lock)]
-
-    # The child runs in its own process group (so that it, and anything it spawns, can be signalled
-    # as one); Ctrl-C and SIGTERM therefore reach us only, and we pass them on.
-    def on_signal(signum, frame):
-        if state["reason"] is None:
-            state["reason"] = "interrupted" if signum == signal.SIGINT else "terminated"
-            state["signal"] = signum
-            state["deadline"] = time.monotonic() + grace_s
-            _kill_group(proc, signum)
-        else:  # a second Ctrl-C: stop waiting
-            _kill_group(proc, signal.SIGKILL)
-
-    old = {}
-    if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGINT, signal.SIGTERM):
-            old[s] = signal.signal(s, on_signal)
-    try:
-        deadline = None if not timeout else t0 + float(timeout)
-        killed = False
-        while True:
-            try:
-                proc.wait(timeout=0.2)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            now = time.monotonic()
-            if deadline is not None and now >= deadline and state["reason"] is None:
-                state["reason"] = "timeout"
-                state["deadline"] = now + grace_s
-                _kill_group(proc, signal.SIGTERM)
-            if state.get("deadline") and now >= state["deadline"] and not killed:
-                killed = True
-                _kill_group(proc, signal.SIGKILL)
-        # Grandchildren may still hold the pipes open: don't wait on them for ever.
-        for t in tees:
-            t.join(timeout=5)
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        with lock:
-            log.close()
-
-    rc = proc.returncode
-    exit_status = rc if rc >= 0 else 128 + (-rc)
-    reason = state["reason"]
-    if reason is None:
-        if rc == 0:
-            reason = "exited"
-        elif rc == -signal.SIGINT:
-            reason = "interrupted"
-        elif rc == -signal.SIGTERM:
-            reason = "terminated"
-        else:
-            reason = "crashed"
+    log = open(bundle / TORCH_LOGS, "wb")
+    proc = _start(command, env, bundle, log)
+    stop = _Stop(grace_s)
+    _supervise(proc, log, stop, None if not timeout else t0 + float(timeout), tee)
+    exit_status, reason = _outcome(proc.returncode, stop.reason)
     ended_at = utc_now()
     wall = round(time.monotonic() - t0, 3)
 
@@ -285,7 +220,97 @@ def collect(
     result_path = bundle
     if archive:
         result_path = archive_bundle(bundle)
-    return CollectResult(result_path, exit_status, reason, manifest, state["signal"])
+    return CollectResult(result_path, exit_status, reason, manifest, stop.signal)
+
+
+def _start(command: list[str], env: dict, bundle: Path, log) -> subprocess.Popen:
+    """The command, started in a process group of its own with its output piped to us; when it
+    cannot start, the bundle is removed and CommandNotFoundError says why."""
+    try:
+        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=_child_stdin(), start_new_session=True)
+    except OSError as e:
+        log.close()
+        shutil.rmtree(bundle, ignore_errors=True)
+        raise CommandNotFoundError(f"cannot start {command[0]}: {e.strerror or e}")
+
+
+class _Stop:
+    """Why the run is being stopped (a signal we passed on, or the timeout), and when to stop
+    waiting for it to end by itself."""
+
+    def __init__(self, grace_s: float):
+        self.grace_s = grace_s
+        self.reason: str | None = None
+        self.signal: int | None = None
+        self.deadline: float | None = None
+
+    def begin(self, reason: str, proc, sig: int, now: float) -> None:
+        self.reason, self.deadline = reason, now + self.grace_s
+        _kill_group(proc, sig)
+
+
+def _supervise(proc, log, stop: _Stop, deadline: float | None, tee: bool) -> None:
+    """Copy the command's output to the terminal and the log until it ends, passing Ctrl-C and
+    SIGTERM on to it and stopping it at `deadline`: SIGTERM, then SIGKILL after the grace time."""
+    lock = threading.Lock()
+    out_term = getattr(sys.stdout, "buffer", None) if tee else None
+    err_term = getattr(sys.stderr, "buffer", None) if tee else None
+    tees = [_Tee(proc.stdout, out_term, log, lock), _Tee(proc.stderr, err_term, log, lock)]
+
+    # The child runs in its own process group (so that it, and anything it spawns, can be signalled
+    # as one); Ctrl-C and SIGTERM therefore reach us only, and we pass them on.
+    def on_signal(signum, frame):
+        if stop.reason is None:
+            stop.signal = signum
+            stop.begin("interrupted" if signum == signal.SIGINT else "terminated", proc, signum, time.monotonic())
+        else:  # a second Ctrl-C: stop waiting
+            _kill_group(proc, signal.SIGKILL)
+
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGINT, signal.SIGTERM):
+            old[s] = signal.signal(s, on_signal)
+    try:
+        _wait(proc, stop, deadline)
+        # Grandchildren may still hold the pipes open: don't wait on them for ever.
+        for t in tees:
+            t.join(timeout=5)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        with lock:
+            log.close()
+
+
+def _wait(proc, stop: _Stop, deadline: float | None) -> None:
+    killed = False
+    while True:
+        try:
+            proc.wait(timeout=0.2)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if deadline is not None and now >= deadline and stop.reason is None:
+            stop.begin("timeout", proc, signal.SIGTERM, now)
+        if stop.deadline and now >= stop.deadline and not killed:
+            killed = True
+            _kill_group(proc, signal.SIGKILL)
+
+
+def _outcome(rc: int, stop_reason: str | None) -> tuple[int, str]:
+    """(exit status as a shell reports it, end reason) of a command that returned `rc`."""
+    exit_status = rc if rc >= 0 else 128 + (-rc)
+    if stop_reason is not None:
+        return exit_status, stop_reason
+    if rc == 0:
+        return exit_status, "exited"
+    if rc == -signal.SIGINT:
+        return exit_status, "interrupted"
+    if rc == -signal.SIGTERM:
+        return exit_status, "terminated"
+    return exit_status, "crashed"
 
 
 def _build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall, exit_status,

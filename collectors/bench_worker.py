@@ -113,7 +113,7 @@ def count_recompiles(utils) -> int:
     return len(ids)
 
 
-def main(argv=None) -> int:
+def _parse_args(argv) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m compilewatch.collectors.bench_worker")
     p.add_argument("--model", required=True)
     p.add_argument("--mode", default="default")
@@ -124,13 +124,16 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--amp", action="store_true")
     p.add_argument("--csv", default=None)
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = _parse_args(argv)
 
     import torch
     from torch._dynamo import utils as dyn_utils
 
     from compilewatch.collectors import hooks
-    from compilewatch.collectors.hooks import RECORDER
     from compilewatch.collectors.models import build
 
     # This worker steps an eager and then a compiled model, each with its own optimizer, and times
@@ -143,17 +146,36 @@ def main(argv=None) -> int:
     if device == "cuda" and not torch.cuda.is_available():
         print("compilewatch bench: error: --device cuda but torch sees no CUDA device", file=sys.stderr)
         return 2
-    cuda = device == "cuda"
-    if cuda:
+    if device == "cuda":
         torch.cuda.init()
     wl = build(args.model, device, args.batch_size)
+    eager, comp = _eager_then_compiled(torch, dyn_utils, wl, args, device)
+    row = _csv_row(args, device, wl, eager, comp, dyn_utils)
+    _record(args, eager, comp, row)
+    # The hooks write timings.json at exit when injected; when run by hand, write next to the CSV.
+    path = args.csv or os.path.join(os.environ.get("COMPILEWATCH_BUNDLE", "."), "bench.csv")
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        w.writeheader()
+        w.writerow(row)
+    print(f"bench {args.model} {args.mode} {args.task} on {device}: eager {percentile(eager[2], 0.5):.3f} ms, "
+          f"compiled {percentile(comp[2], 0.5):.3f} ms, speedup {row['speedup']}x, compile {row['compilation_latency']} s, "
+          f"graphs {row['unique_graphs']}, graph breaks {row['graph_breaks']}, recompiles {row['recompiles']}",
+          file=sys.stderr)
+    return 0
+
+
+def _eager_then_compiled(torch, dyn_utils, wl, args, device) -> tuple[tuple, tuple]:
+    """run_series of the eager model, then of its torch.compile'd copy (same starting weights,
+    same batches), with dynamo's counters cleared between them."""
+    cuda = device == "cuda"
     n_total = 1 + args.warmup + args.steps
     n_batches = wl.distinct_batches or n_total
     batches = [wl.make_batch(i) for i in range(min(n_batches, n_total))]
     compiled_base = copy.deepcopy(wl.model)   # same starting weights for both
 
-    eager_first, eager_warm, eager_ms, eager_peak = run_series(
-        torch, make_step(torch, wl, wl.model, batches, args.task, args.amp, device), args.warmup, args.steps, cuda)
+    eager = run_series(torch, make_step(torch, wl, wl.model, batches, args.task, args.amp, device),
+                       args.warmup, args.steps, cuda)
     del wl.model
     if cuda:
         torch.cuda.empty_cache()
@@ -161,13 +183,19 @@ def main(argv=None) -> int:
     torch._dynamo.reset()
     dyn_utils.counters.clear()
     compiled = _compile_fn()(compiled_base, mode=None if args.mode == "default" else args.mode, **wl.compile_kwargs)
-    comp_first, comp_warm, comp_ms, comp_peak = run_series(
-        torch, make_step(torch, wl, compiled, batches, args.task, args.amp, device), args.warmup, args.steps, cuda)
+    comp = run_series(torch, make_step(torch, wl, compiled, batches, args.task, args.amp, device),
+                      args.warmup, args.steps, cuda)
+    return eager, comp
 
+
+def _csv_row(args, device: str, wl, eager: tuple, comp: tuple, dyn_utils) -> dict:
+    """bench.csv's row, in PyTorch benchmarks/dynamo's columns and ours."""
+    eager_first, _, eager_ms, eager_peak = eager
+    comp_first, _, comp_ms, comp_peak = comp
     c = dyn_utils.counters
     eager_med, comp_med = percentile(eager_ms, 0.5), percentile(comp_ms, 0.5)
     gb = 1024 ** 3
-    row = {
+    return {
         "dev": device, "name": args.model, "batch_size": wl.batch_size,
         "speedup": round(eager_med / comp_med, 4) if comp_med > 0 else "",
         "abs_latency": round(comp_med, 4),
@@ -186,22 +214,19 @@ def main(argv=None) -> int:
         "recompiles": count_recompiles(dyn_utils),
         "steps": args.steps,
     }
+
+
+def _record(args, eager: tuple, comp: tuple, row: dict) -> None:
+    """Both series into the hooks' timings, as the callables they time."""
+    from compilewatch.collectors.hooks import RECORDER
+
+    eager_first, eager_warm, eager_ms, _ = eager
+    comp_first, comp_warm, comp_ms, comp_peak = comp
     common = {"graphs": row["unique_graphs"], "graph_breaks": row["graph_breaks"]}
     RECORDER.record_series(f"{args.model}[eager]", "eager", eager_warm + eager_ms, first_call_ms=eager_first,
                            warmup=len(eager_warm), compile_peak_mem_bytes=None)
     RECORDER.record_series(f"{args.model}[{args.mode}]", "compiled", comp_warm + comp_ms, first_call_ms=comp_first,
                            warmup=len(comp_warm), compile_peak_mem_bytes=comp_peak, recompiles=row["recompiles"], **common)
-    # The hooks write timings.json at exit when injected; when run by hand, write next to the CSV.
-    path = args.csv or os.path.join(os.environ.get("COMPILEWATCH_BUNDLE", "."), "bench.csv")
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-        w.writeheader()
-        w.writerow(row)
-    print(f"bench {args.model} {args.mode} {args.task} on {device}: eager {eager_med:.3f} ms, "
-          f"compiled {comp_med:.3f} ms, speedup {row['speedup']}x, compile {row['compilation_latency']} s, "
-          f"graphs {row['unique_graphs']}, graph breaks {row['graph_breaks']}, recompiles {row['recompiles']}",
-          file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

@@ -79,65 +79,83 @@ def _refused(r: FileResult) -> bool:
     return r.status == SKIPPED or (r.status == FAILED and r.bad_input)
 
 
+class _Summary:
+    """The summary being built, file by file, in the order ingest would take them."""
+
+    def __init__(self) -> None:
+        self.totals = SummarySink()
+        self.records: Counter = Counter()
+        self.errors = 0
+        self.details: list[dict] = []
+        self.bad_input: list[str] = []
+
+    def add_unexpanded(self, f: FileResult) -> None:
+        """A path that could not be expanded into files (missing, an empty folder, a corrupt archive)."""
+        if f.bad_input:
+            self.bad_input.append(f"{f.name}: {f.message}")
+        else:
+            unread = SummarySink(f.name)
+            unread.error(0, "io", f.message)
+            self.totals.merge(unread)
+            self.errors += 1
+        self.details.append({"name": f.name, "kind": "unknown", "errors": 0 if f.bad_input else 1,
+                             "status": "failed", "note": f.message})
+
+    def add(self, r: FileResult, sink: SummarySink) -> None:
+        """One file the pipeline judged (`r`), with what `sink` counted while it was parsed."""
+        detail = {"name": r.name, "kind": r.kind, "records": r.total_records, "errors": r.errors}
+        if _refused(r):
+            if r.bad_input:
+                self.bad_input.append(f"{r.name}: {r.message}")
+            detail.update(status=r.status, note=r.message)
+        elif _unread(r):
+            sink.error(0, "io", r.message)
+            detail.update(errors=1, status=r.status, note=r.message)
+        elif r.message == TEXT_BESIDE_TRACE:
+            detail["note"] = r.message
+        if not _refused(r):
+            self.totals.merge(sink)
+            self.records.update(r.records)
+            self.errors += detail["errors"]
+        self.details.append(detail)
+
+    def as_dict(self) -> dict:
+        t = self.totals
+        return {
+            "files": len(self.details),
+            "torch_version": t.metadata.get("torch_version"),
+            "graph_breaks": self.records["graph_breaks"],
+            "unique_graph_breaks": len(t.break_keys),
+            "recompiles": self.records["recompiles"],
+            "recompiled_functions": dict(t.recompiled_functions.most_common()),
+            "guard_failures": dict(t.guard_failures.most_common()),
+            "limit_hits": self.records["limit_hits"],
+            "compile_ids": len(t.compile_ids),
+            "failures": t.failures,
+            "errors": self.errors,
+            "error_kinds": dict(t.error_kinds),
+            "error_samples": t.error_samples,
+            "records": dict(self.records),
+            "file_details": self.details,
+            "bad_input": self.bad_input,
+        }
+
+
 def summarize(paths) -> dict:
     """The counts of every log under `paths`, parsed exactly as ingest would store them. Inputs
     that are missing or not logs are listed in file_details with status "failed" (named
     explicitly: `bad_input` in the result) or "skipped" (found by walking a folder or archive)."""
-    totals = SummarySink()
-    records: Counter = Counter()
-    errors = 0
-    details = []
-    bad_input = []
+    summary = _Summary()
     tmp_root = Path(tempfile.mkdtemp(prefix="cw-summary-"))
     try:
         units, failures = expand(paths, tmp_root)
-        for f in failures:   # a path that could not be expanded into files
-            if f.bad_input:
-                bad_input.append(f"{f.name}: {f.message}")
-            else:
-                unread = SummarySink(f.name)
-                unread.error(0, "io", f.message)
-                totals.merge(unread)
-                errors += 1
-            details.append({"name": f.name, "kind": "unknown", "errors": 0 if f.bad_input else 1,
-                            "status": "failed", "note": f.message})
+        for f in failures:
+            summary.add_unexpanded(f)
         for unit in units:
             if unit.role == "manifest" and unit.manifest and unit.manifest.torch_version:
-                totals.meta("torch_version", unit.manifest.torch_version)
+                summary.totals.meta("torch_version", unit.manifest.torch_version)
             sink = SummarySink(unit.name)
-            r = ingest_unit(None, unit, sink=sink)
-            detail = {"name": r.name, "kind": r.kind, "records": r.total_records, "errors": r.errors}
-            if _refused(r):
-                if r.bad_input:
-                    bad_input.append(f"{r.name}: {r.message}")
-                detail.update(status=r.status, note=r.message)
-            elif _unread(r):
-                sink.error(0, "io", r.message)
-                detail.update(errors=1, status=r.status, note=r.message)
-            elif r.message == TEXT_BESIDE_TRACE:
-                detail["note"] = r.message
-            if not _refused(r):
-                totals.merge(sink)
-                records.update(r.records)
-                errors += detail["errors"]
-            details.append(detail)
+            summary.add(ingest_unit(None, unit, sink=sink), sink)
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
-    return {
-        "files": len(details),
-        "torch_version": totals.metadata.get("torch_version"),
-        "graph_breaks": records["graph_breaks"],
-        "unique_graph_breaks": len(totals.break_keys),
-        "recompiles": records["recompiles"],
-        "recompiled_functions": dict(totals.recompiled_functions.most_common()),
-        "guard_failures": dict(totals.guard_failures.most_common()),
-        "limit_hits": records["limit_hits"],
-        "compile_ids": len(totals.compile_ids),
-        "failures": totals.failures,
-        "errors": errors,
-        "error_kinds": dict(totals.error_kinds),
-        "error_samples": totals.error_samples,
-        "records": dict(records),
-        "file_details": details,
-        "bad_input": bad_input,
-    }
+    return summary.as_dict()

@@ -28,8 +28,10 @@ class _Context:
         self.sink.error(line_no, kind, message, excerpt)
 
 
-def parse_text(stream, sink) -> dict:
-    """Parse TORCH_LOGS text from ``stream`` into ``sink``; returns counts by table and errors."""
+def parse_text(stream, sink, text_only: bool = False) -> dict:
+    """Parse TORCH_LOGS text from ``stream`` into ``sink``; returns counts by table and errors.
+    ``text_only``: only the records of facts a trace does not carry (registry.TEXT_ONLY), for the
+    text log of a bundle whose trace is parsed for everything else."""
     ctx = _Context(sink)
     counts: dict = {}
     errors = [0]
@@ -60,7 +62,7 @@ def parse_text(stream, sink) -> dict:
         except Exception as e:  # a parser bug costs one record, never the file
             on_error(rec.start_line, "payload", f"parser failed: {type(e).__name__}: {e}", rec.lines[0])
 
-    asm = RecordAssembler(lambda msg: parser_for(msg)[1], on_record, on_error)
+    asm = RecordAssembler(lambda msg: parser_for(msg, text_only)[1], on_record, on_error)
     line_no = 1
     try:
         read = getattr(stream, "read", None)

@@ -3,17 +3,23 @@
 ``parse(record, ctx, sink)``."""
 from __future__ import annotations
 
-from compilewatch.ingest.text import graph_breaks, limit_hits, recompiles
+from compilewatch.ingest.text import cudagraphs, graph_breaks, limit_hits, recompiles
 
 PARSERS = (
     ("graph_breaks", graph_breaks),
     ("recompiles", recompiles),
     ("limit_hits", limit_hits),
+    ("cudagraphs", cudagraphs),
 )
 
 
-def parser_for(msg: str):
+# Facts only the text log carries (a TORCH_TRACE has no CUDA-graph skip reasons): parsed from a
+# bundle's torch_logs.txt even when its trace is the source of everything else.
+TEXT_ONLY = frozenset({"cudagraphs"})
+
+
+def parser_for(msg: str, text_only: bool = False):
     for name, p in PARSERS:
-        if p.starts(msg):
+        if (not text_only or name in TEXT_ONLY) and p.starts(msg):
             return name, p
     return None, None

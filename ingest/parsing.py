@@ -134,6 +134,13 @@ class _Tally:
             self.parsed.log_records += value.get("envelopes", 0)
         self.sink.meta(key, value)
 
+    def checked(self, kind: str) -> Parsed:
+        """What the file gave, once no row went to a table the store lacks."""
+        if self.unknown:
+            raise UnknownTableError(f"{kind} parser emitted rows for unknown table(s) {sorted(self.unknown)}; "
+                                    f"add them to records.EVENT_TABLES and a migration")
+        return self.parsed
+
 
 def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
                on_bytes: Callable[[int], None] | None = None, stop: Stop | None = None) -> Parsed:
@@ -141,7 +148,9 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
     units.counts_events) is not parsed; an unknown kind is one error."""
     tally = _Tally(sink)
     if not unit.events:
-        return tally.parsed
+        if kind == detect.TORCH_LOGS:
+            _text_only(tally, unit, sniffed)
+        return tally.checked(kind)
     if kind == detect.UNKNOWN:
         tally.error(0, "unknown_format", sniffed.reason if sniffed and sniffed.reason else NOT_A_LOG, "")
         return tally.parsed
@@ -163,10 +172,40 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
         finally:
             if inner is not raw:
                 inner.close()
-    if tally.unknown:
-        raise UnknownTableError(f"{kind} parser emitted rows for unknown table(s) {sorted(tally.unknown)}; "
-                                f"add them to records.EVENT_TABLES and a migration")
-    return tally.parsed
+    return tally.checked(kind)
+
+
+class _RowsOnly:
+    """A sink for the text-only pass: rows go through (to the tally, counted as this file's); the
+    text's unparsable lines were never this file's to count (its trace is the source), so they are
+    not errors of it."""
+
+    def __init__(self, sink):
+        self.sink = sink
+
+    def row(self, table, row):
+        self.sink.row(table, row)
+
+    def error(self, *args):
+        pass
+
+    def meta(self, key, value):
+        pass
+
+
+def _text_only(tally: _Tally, unit: Unit, sniffed: detect.Sniffed | None) -> None:
+    """A bundle's TORCH_LOGS text beside its TORCH_TRACE: only the facts the trace lacks (CUDA-graph
+    skips), so no graph break or recompile is counted twice."""
+    from compilewatch.ingest.text import parse_text
+    with open(unit.path, "rb") as raw:
+        inner = detect.open_binary(unit.path) if sniffed and sniffed.gzipped else raw
+        try:
+            parse_text(FeedStream(inner, raw, None, None), _RowsOnly(tally), text_only=True)
+        except (EOFError, OSError):
+            pass   # the same damage is the trace's file's to report when it has it; the text is extra
+        finally:
+            if inner is not raw:
+                inner.close()
 
 
 def refusal(unit: Unit, kind: str, sniffed: detect.Sniffed | None, parsed: Parsed) -> str | None:

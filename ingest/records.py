@@ -24,6 +24,7 @@ EVENT_TABLES = (
     "limit_hits",
     "compile_phases",
     "cache_events",
+    "cudagraph_events",
     "step_timings",
     "timing_summaries",
     "bench_results",

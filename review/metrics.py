@@ -33,6 +33,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("limit_hits", "Recompile-limit hits", "count", "lower", "count"),
     Metric("failures", "Failed compiles", "count", "lower", "count"),
     Metric("cache_hit_rate", "Compile-cache hit rate", "ratio", "higher", "info"),
+    Metric("cudagraph_skips", "CUDA-graph skips", "count", "lower", "count"),
 )}
 
 def metric(name: str) -> Metric:

@@ -307,6 +307,7 @@ KEY_RULES = {
     "new_recompiling_function": KeyRule("new_recompiling_function", "recompiles", "recompiling function"),
     "new_guard_category": KeyRule("new_guard_category", "recompiles", "guard-failure category"),
     "new_limit_hit": KeyRule("new_limit_hit", "limit_hits", "recompile-limit hit"),
+    "new_cudagraph_skip": KeyRule("new_cudagraph_skip", "cudagraph_skips", "CUDA-graph skip"),
 }
 
 

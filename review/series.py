@@ -116,3 +116,14 @@ def limit_keys(con, run_ids) -> pd.DataFrame:
                any_value(limit_value) AS limit_value, any_value(file) AS file, any_value(line) AS line,
                any_value(reason) AS reason
         FROM limit_hits WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL""", _ids_param(run_ids))
+
+
+def cudagraph_skip_keys(con, run_ids) -> pd.DataFrame:
+    """Per run and CUDA-graph skip (category at the user code it points at): skips, reason, where."""
+    return df(con, """
+        SELECT run_id, category || coalesce(' @ ' || regexp_extract(user_file, '[^/\\\\]+$') || ':' || user_line, '') AS key,
+               count(*) AS count, any_value(category) AS category, any_value(reason) AS reason,
+               any_value(user_file) AS user_file, any_value(user_line) AS user_line,
+               any_value(user_function) AS user_function, any_value(user_code) AS user_code
+        FROM cudagraph_events WHERE event = 'skip' AND run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL""",
+              _ids_param(run_ids))

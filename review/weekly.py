@@ -9,6 +9,7 @@ from pathlib import PurePath
 
 import pandas as pd
 
+from compilewatch.ingest.formats import cudagraphs as cudagraph_hints
 from compilewatch.ingest.formats.guard_text import full_path, split_guard
 from compilewatch.review import series as S
 from compilewatch.review.baseline import Sides, Spec, Window, resolve_sides, spec_where, window_where
@@ -198,10 +199,21 @@ def _describe_limit(r: dict) -> Evidence:
         "function": r["function"], "limit_name": r["limit_name"], "reason": r["reason"], "hint": LIMIT_HINT})
 
 
+def _describe_cudagraph_skip(r: dict) -> Evidence:
+    where = "" if _na(r["user_file"]) else f" at {_where(r['user_file'])}:{int(r['user_line'])}"
+    code = "" if _na(r["user_code"]) else f" ({r['user_code']})"
+    return Evidence("cudagraph_skip", f"CUDA graphs skipped due to {r['reason']}{where}{code}", {
+        "category": r["category"], "reason": r["reason"], "user_file": None if _na(r["user_file"]) else r["user_file"],
+        "user_line": None if _na(r["user_line"]) else int(r["user_line"]),
+        "user_function": None if _na(r["user_function"]) else r["user_function"],
+        "hint": cudagraph_hints.HINTS.get(r["category"], cudagraph_hints.OTHER_HINT)})
+
+
 KEY_SOURCES = (("new_graph_break", S.break_keys, _describe_break),
                ("new_recompiling_function", S.recompile_keys, _describe_recompile),
                ("new_guard_category", S.guard_category_keys, _describe_guard),
-               ("new_limit_hit", S.limit_keys, _describe_limit))
+               ("new_limit_hit", S.limit_keys, _describe_limit),
+               ("new_cudagraph_skip", S.cudagraph_skip_keys, _describe_cudagraph_skip))
 
 
 def pick_runs(con, sides: Sides, since: timedelta, models=(), hardware=(),

@@ -15,7 +15,8 @@ STATUS_WORD = {REGRESSION: "Regression", SUSPICIOUS: "Suspicious", IMPROVEMENT: 
 KIND_WORDS = {"new_graph_break": "New graph break", "new_recompiling_function": "Newly recompiling function",
               "new_guard_category": "New guard-failure category", "new_limit_hit": "New recompile-limit hit",
               "fixed_graph_break": "Graph break gone", "fixed_recompiling_function": "No longer recompiling",
-              "fixed_guard_category": "Guard-failure category gone", "fixed_limit_hit": "Limit hit gone"}
+              "fixed_guard_category": "Guard-failure category gone", "fixed_limit_hit": "Limit hit gone",
+              "new_cudagraph_skip": "New CUDA-graph skip", "fixed_cudagraph_skip": "CUDA-graph skip gone"}
 
 
 def what(v: Verdict) -> str:
@@ -61,7 +62,7 @@ def headline(model: str, hardware: str, verdicts: list[Verdict]) -> str:
     if not worse and not better:
         return f"{model} on {hardware}: nothing moved beyond the rules and the noise."
     causes = []
-    order = {"new_graph_break": 0, "new_recompiling_function": 1, "new_limit_hit": 2}
+    order = {"new_graph_break": 0, "new_recompiling_function": 1, "new_cudagraph_skip": 2, "new_limit_hit": 3}
     for v in sorted(worse, key=lambda v: order.get(v.kind, 9)):
         ev = {e.kind: e for e in v.evidence}
         if v.kind == "new_graph_break" and "graph_break" in ev:
@@ -70,6 +71,8 @@ def headline(model: str, hardware: str, verdicts: list[Verdict]) -> str:
             f = ev["recompile"].fields
             guard = f" on “{f['guard']}”" if f.get("guard") else ""
             causes.append(f"{f.get('function') or v.subject} started recompiling{guard}")
+        elif v.kind == "new_cudagraph_skip" and "cudagraph_skip" in ev:
+            causes.append(ev["cudagraph_skip"].text.replace("CUDA graphs skipped", "CUDA graphs are skipped", 1))
         elif v.kind == "new_limit_hit":
             causes.append(f"a recompile limit was hit ({ev['limit_hit'].text})" if "limit_hit" in ev else "a recompile limit was hit")
     # timings and memory first, biggest move first; then the counts the causes above explain

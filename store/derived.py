@@ -6,8 +6,10 @@ from __future__ import annotations
 from compilewatch.store.hardware import refresh_hardware
 from compilewatch.store.run_metrics import refresh_run_metrics
 
-# Migrations after which every stored run's derived facts are rebuilt (same transaction).
-BACKFILL_AFTER = {"002_run_metrics.sql"}
+# Migrations after which every stored run's derived facts are rebuilt (same transaction): the newest
+# migration whose tables the derived SQL reads. A store migrated from further back gets its backfill
+# once, after that one (an earlier backfill would read tables not created yet).
+BACKFILL_AFTER = {"007_cudagraphs.sql"}
 
 
 def refresh_run(con, run_id: str) -> None:

@@ -43,6 +43,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("failures", "count", "lower", "logs", "compiles that failed (fail_type set)"),
     Metric("compile_time", "s", "lower", "logs", "sum of entire-frame compile times from the trace (slowest rank)"),
     Metric("cache_hit_rate", "ratio", "higher", "logs", "compile cache hits / (hits + misses), all caches"),
+    Metric("cudagraph_skips", "count", "lower", "logs", "CUDA-graph skip warnings (mode=reduce-overhead) in the job's log"),
 )
 BY_NAME = {m.name: m for m in METRICS}
 
@@ -79,12 +80,14 @@ _PARTS = (
                   FROM graph_breaks WHERE {flt} GROUP BY run_id) gb USING (run_id)
        LEFT JOIN (SELECT run_id, count(*) AS n FROM recompiles WHERE {flt} GROUP BY run_id) rc USING (run_id)
        LEFT JOIN (SELECT run_id, count(*) AS n FROM limit_hits WHERE {flt} GROUP BY run_id) lh USING (run_id)
-       LEFT JOIN (SELECT run_id, count(*) FILTER (fail_type IS NOT NULL) AS n FROM compiles WHERE {flt} GROUP BY run_id) cf USING (run_id),
+       LEFT JOIN (SELECT run_id, count(*) FILTER (fail_type IS NOT NULL) AS n FROM compiles WHERE {flt} GROUP BY run_id) cf USING (run_id)
+       LEFT JOIN (SELECT run_id, count(*) AS n FROM cudagraph_events WHERE {flt} AND event = 'skip' GROUP BY run_id) cg USING (run_id),
        LATERAL (VALUES ('graph_breaks', coalesce(gb.n, 0), coalesce(gb.n, 0)),
                        ('distinct_graph_breaks', coalesce(gb.d, 0), coalesce(gb.n, 0)),
                        ('recompiles', coalesce(rc.n, 0), coalesce(rc.n, 0)),
                        ('limit_hits', coalesce(lh.n, 0), coalesce(lh.n, 0)),
-                       ('failures', coalesce(cf.n, 0), coalesce(cf.n, 0))) m(metric, value, n)""",
+                       ('failures', coalesce(cf.n, 0), coalesce(cf.n, 0)),
+                       ('cudagraph_skips', coalesce(cg.n, 0), coalesce(cg.n, 0))) m(metric, value, n)""",
     """SELECT run_id, 'compile_time', '', max(s), count(*), NULL FROM (
            SELECT run_id, sum(entire_frame_compile_time_s) AS s FROM compiles
            WHERE {flt} AND entire_frame_compile_time_s IS NOT NULL GROUP BY run_id, rank)

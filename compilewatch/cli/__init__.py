@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from compilewatch.cli.output import IngestProgress, console, render, safe, say, table
+from compilewatch.cli.output import IngestProgress, console, render, safe, safe_block, say, table
 from compilewatch.core import settings
 from compilewatch.core.errors import CompileWatchError
 
@@ -506,6 +506,59 @@ def cmd_show(args) -> int:
             text = show.run_text(con, args.run)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+@command("diff", "what the compiler did differently between two runs: graphs, guards, kernels, compile time",
+         arg("baseline", help="a run id (or its prefix), or a SPEC such as label=v1 (its newest run)"),
+         arg("candidate", help="a run id (or its prefix), or a SPEC such as label=v2 (its newest run on the "
+                               "baseline run's model and hardware)"),
+         arg("--rank", type=int, help="compare this rank (multi-rank runs; default: rank 0)"),
+         arg("--show", metavar="KIND", help="also print the unified diff of this artifact for each changed pair: "
+                                             "dynamo_output_graph, aot_forward_graph, aot_backward_graph, "
+                                             "inductor_output_code"),
+         arg("--json", action="store_true", help="one JSON object: pairs, only_baseline, only_candidate"),
+         db_arg())
+def cmd_diff(args) -> int:
+    from compilewatch.deepdive import diff
+    from compilewatch.store import open_store
+
+    with open_store(args.db).read() as con:
+        base = _resolve_run(con, args.baseline)
+        cand = _resolve_run(con, args.candidate, like=base)
+        d = diff.diff_runs(con, base, cand, rank=args.rank)
+        if args.json:
+            print(json.dumps(d.to_json(), indent=2, default=str))
+            return 0
+        text = diff.describe(d)
+        if args.show:
+            for p in d.pairs:
+                if any(k.split("#")[0] == args.show for k in p.graphs_changed):
+                    text += "\n\n" + diff.text_diff(con, base, cand, p.baseline_id, p.candidate_id, args.show, args.rank)
+    print(safe_block(text))
+    return 0
+
+
+def _resolve_run(con, text: str, like: str | None = None) -> str:
+    """A run id, its unique prefix, or the newest run a SPEC selects (on `like`'s model and hardware)."""
+    from compilewatch.core.errors import NotFoundError
+    from compilewatch.review.baseline import parse_spec, spec_where
+    from compilewatch.review.series import select_runs
+
+    if "=" in text:
+        where, params = spec_where(parse_spec(text))
+        if like is not None:
+            where += " AND rv.model = (SELECT model FROM rv WHERE run_id = ?) AND rv.hardware = (SELECT hardware FROM rv WHERE run_id = ?)"
+            params += [like, like]
+        runs = select_runs(con, where, params)
+        if runs.empty:
+            raise NotFoundError(f"{text} selects no run" + (" on the baseline run's model and hardware" if like else ""),
+                                "list what the store holds with `compilewatch stats` or the dashboard")
+        return str(runs["run_id"].iloc[-1])
+    found = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE starts_with(run_id, ?) LIMIT 2", [text]).fetchall()]
+    if len(found) != 1:
+        raise NotFoundError(f"{'no run' if not found else 'more than one run'} starts with {text!r}",
+                            "give more of the run id, or a SPEC such as label=v2")
+    return found[0]
 
 
 @command("export-trace", "a run's compile phases and step times as Chrome trace JSON (open it in Perfetto)",

@@ -25,6 +25,11 @@ def safe(value) -> str:
     return safetext.plain(value, lines=False)
 
 
+def safe_block(value) -> str:
+    """Many lines of log content for the terminal: newlines kept, every other control character shown."""
+    return safetext.plain(value, lines=True)
+
+
 def console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     return Console(file=stream, width=None if stream.isatty() else _PIPE_WIDTH, highlight=False, soft_wrap=False)

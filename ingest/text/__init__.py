@@ -3,7 +3,7 @@
 ``stream`` is a binary file object iterated line by line (any line ending, maybe no newline at
 the end, maybe non-UTF-8 or NUL bytes). Lines are grouped into log records
 (``reader.RecordAssembler``), and each record whose first line a registered parser recognises
-(``registry.default_parsers()``) becomes rows: graph_breaks, recompiles + guard_failures, limit_hits.
+(``registry.default_parsers()``) becomes rows: graph_breaks, recompiles + guard_failures, limit_hits, cudagraph_events.
 Plain program output is skipped silently; lines that look like log records but cannot be read
 are counted with ``sink.error`` and parsing goes on. Never raises on bad input.
 """
@@ -30,9 +30,11 @@ class TextContext:
         self.sink.error(line_no, kind, message, excerpt[:300] if excerpt else "")
 
 
-def parse_text(stream, sink) -> None:
+def parse_text(stream, sink, text_only: bool = False) -> None:
     """Parse TORCH_LOGS text from ``stream`` into ``sink`` (rows, errors, and the number of log
-    records recognised as meta ``log_records``)."""
+    records recognised as meta ``log_records``). ``text_only``: only the records of facts a trace
+    does not carry (registry.TEXT_ONLY), for the text log of a bundle whose trace is parsed for
+    everything else."""
     ctx = TextContext(sink)
     on_error = ctx.error
 
@@ -42,7 +44,7 @@ def parse_text(stream, sink) -> None:
         except Exception as e:  # a parser bug costs one record, never the file
             on_error(rec.start_line, "payload", f"parser failed: {type(e).__name__}: {e}", rec.lines[0])
 
-    asm = RecordAssembler(parser_for, on_record, on_error)
+    asm = RecordAssembler((lambda msg: parser_for(msg, True)) if text_only else parser_for, on_record, on_error)
     line_no = 1
     try:
         read = getattr(stream, "read", None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import calendar
 import re
 
-from compilewatch.ingest.formats import glog, recompile_limit
+from compilewatch.ingest.formats import cudagraphs, glog, recompile_limit
 
 _GLOG = re.compile(glog.CORE + r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])?(?: \[(?P<art>__\w+)\])?(?: |$)")
 _OLD = re.compile(
@@ -42,6 +42,7 @@ RECORD_STARTS = (
     "Recompiling function",
     "('Recompiling function",
     *recompile_limit.TEXT_STARTS,
+    *cudagraphs.TEXT_STARTS,
 )
 _START_FIRST_CHARS = "".join(sorted({p[0] for p in RECORD_STARTS}))
 # unprefixed lines that still belong to the record before them

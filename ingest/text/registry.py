@@ -4,7 +4,7 @@ and text parsers): ``starts(message)`` recognises a record, ``parse(record, ctx)
 from __future__ import annotations
 
 from compilewatch.ingest.records import Parser
-from compilewatch.ingest.text import graph_breaks, limit_hits, recompiles
+from compilewatch.ingest.text import cudagraphs, graph_breaks, limit_hits, recompiles
 
 
 def default_parsers() -> tuple[Parser, ...]:
@@ -12,15 +12,22 @@ def default_parsers() -> tuple[Parser, ...]:
         Parser("graph_breaks", graph_breaks.parse, starts=graph_breaks.starts),
         Parser("recompiles", recompiles.parse, starts=recompiles.starts),
         Parser("limit_hits", limit_hits.parse, starts=limit_hits.starts),
+        Parser("cudagraphs", cudagraphs.parse, starts=cudagraphs.starts),
     )
 
 
 PARSERS = default_parsers()
 
+# Facts only the text log carries (a TORCH_TRACE has no CUDA-graph skip reasons): parsed from a
+# bundle's torch_logs.txt even when its trace is the source of everything else.
+TEXT_ONLY = frozenset({"cudagraphs"})
+_TEXT_ONLY_PARSERS = tuple(p for p in PARSERS if p.name in TEXT_ONLY)
 
-def parser_for(msg: str) -> Parser | None:
-    """The parser for a record whose first message is `msg`, or None: its lines are skipped."""
-    for p in PARSERS:
+
+def parser_for(msg: str, text_only: bool = False) -> Parser | None:
+    """The parser for a record whose first message is `msg`, or None: its lines are skipped.
+    `text_only`: among the TEXT_ONLY parsers alone."""
+    for p in _TEXT_ONLY_PARSERS if text_only else PARSERS:
         if p.starts(msg):
             return p
     return None

@@ -133,8 +133,9 @@ def test_a_store_from_before_is_backfilled_on_migration_and_by_reingest(tmp_path
     """Make a schema-1 store holding real runs, then open it with this version."""
     store = open_store(tmp_path / "cw.duckdb")
     assert ingest_paths(store, [H200_COLLECT, CPU_213]).ok
-    with store.write() as con:       # back to schema 1: drop what migration 002 added
-        for stmt in ("DROP TABLE run_metrics", "DROP TABLE timing_summaries",
+    with store.write() as con:       # back to schema 1: drop what migrations 002 and 007 added
+        for stmt in ("DROP TABLE run_metrics", "DROP TABLE timing_summaries", "DROP TABLE cudagraph_events",
+                     "DELETE FROM _migrations WHERE name = '007_cudagraphs.sql'",
                      "ALTER TABLE step_timings DROP COLUMN rank",
                      *(f"ALTER TABLE runs DROP COLUMN {c}" for c in ("device_kind", "world_size", "cpu_model", "hardware")),
                      "DELETE FROM _migrations WHERE name = '002_run_metrics.sql'",

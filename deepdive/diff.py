@@ -1,0 +1,286 @@
+"""What the compiler did differently between two runs: their compile ids matched by frame, and for
+each matched pair the Dynamo graph's ops, the guards, the Inductor kernels and the compile time by
+phase; the compile ids that exist on one side only.
+
+A compile id is matched by its frame (function, file name, first line) and its place among that
+frame's compiles (the frame's first compile with the other's first, a recompile with the
+recompile), so `0/0` of one run meets `0/0` of the other even when the ids were numbered
+differently. Artifacts are compared after normalising what changes from run to run without a
+change in the program: object ids and addresses, numbered generated names (`h_1`,
+`cpp_fused_relu_0`), paths in source comments. Listing a diff reads the graphs, guards and output
+code of the matched compile ids only; ``text_diff`` reads one artifact pair, when a reader asks.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from compilewatch.core.errors import NotFoundError
+from compilewatch.deepdive.artifacts import fetch, rows
+
+PHASES = (("entire_frame_compile_time_s", "total"), ("backend_compile_time_s", "backend (AOT + Inductor)"),
+          ("inductor_compile_time_s", "Inductor"), ("code_gen_time_s", "code generation"),
+          ("autotune_time_s", "autotuning"))
+GRAPH_KINDS = ("dynamo_output_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_BIG_NUMBER = re.compile(r"(?<![\w.])\d{7,}(?![\w.])")        # ids, ___check_obj_id(x, 140400820326048)
+_NUMBERED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*?)_\d+\b")   # h_1, linear_2, cpp_fused_relu_0
+_FILE_COMMENT = re.compile(r"(# File: )(\S+?)(:\d+)")
+_CALL = re.compile(r"^\s+\w+(?:: \"[^\"]*\")? = ([\w.]+)\(")
+_KERNEL = re.compile(r"^(\w+) = async_compile\.(\w+)\(", re.M)
+_GUARD_LEAF = re.compile(r"^[|\s]*\+- ([A-Z][A-Z_]+): (.*)$")
+_COMMENT = re.compile(r"\s+#\s")
+
+
+def normalise(text: str) -> str:
+    """An artifact's text with what differs between runs of one program made alike."""
+    text = _ADDRESS.sub("0x…", text)
+    text = _BIG_NUMBER.sub("<id>", text)
+    text = _FILE_COMMENT.sub(lambda m: m.group(1) + PurePath(m.group(2)).name + m.group(3), text)
+    return _NUMBERED.sub(r"\1_N", text)
+
+
+def graph_ops(text: str) -> Counter:
+    """The calls a printed FX graph makes, counted: `torch._C._nn.linear`, `.relu` (a method)."""
+    ops: Counter = Counter()
+    for line in text.splitlines():
+        m = _CALL.match(line)
+        if m:
+            callee = m.group(1)
+            head, _, method = callee.rpartition(".")
+            # a method on a local value (h.relu) is the method; a module path (torch.ops.aten.mm) stays
+            ops["." + method if head and "." not in head and not head.startswith(("torch", "operator")) else callee] += 1
+    return ops
+
+
+def guard_set(text: str) -> set[str]:
+    """The leaf guards of a guard tree (`dynamo_cpp_guards_str`) or guard list, as expressions:
+    `EQUALS_MATCH: L['self'].act_mode == 1`, ids and comments left out."""
+    out = set()
+    for line in text.splitlines():
+        m = _GUARD_LEAF.match(line)
+        if not m or m.group(1).endswith("GUARD_MANAGER") or m.group(1) == "GuardManager":
+            continue
+        expr = _COMMENT.split(m.group(2))[0].strip()
+        out.add(f"{m.group(1)}: {_BIG_NUMBER.sub('<id>', _ADDRESS.sub('0x…', expr))}")
+    return out
+
+
+def kernels(text: str) -> Counter:
+    """Inductor's generated kernels in an output code file, by name with its number made alike."""
+    return Counter(_NUMBERED.sub(r"\1_N", m.group(1)) for m in _KERNEL.finditer(text))
+
+
+@dataclass
+class Compile:
+    compile_id: str
+    frame: tuple[str, str, int | None]    # function, file name, first line
+    nth: int                              # 0: the frame's first compile in its run, 1: its first recompile ...
+    phases: dict[str, float | None]
+    graph_ops: int | None
+    artifacts: dict[str, tuple[int, int]] = field(default_factory=dict)   # kind -> (file_id, line_no), the last
+
+
+@dataclass
+class PairDiff:
+    frame: tuple[str, str, int | None]
+    nth: int
+    baseline_id: str
+    candidate_id: str
+    ops_added: dict[str, int]
+    ops_removed: dict[str, int]
+    guards_added: list[str]
+    guards_removed: list[str]
+    kernels_added: dict[str, int]
+    kernels_removed: dict[str, int]
+    kernel_count: tuple[int, int]
+    graphs_changed: list[str]             # artifact kinds whose normalised text differs
+    phases: dict[str, tuple[float | None, float | None]]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.ops_added or self.ops_removed or self.guards_added or self.guards_removed
+                     or self.kernels_added or self.kernels_removed or self.graphs_changed)
+
+    def to_json(self) -> dict:
+        return {"frame": {"function": self.frame[0], "file": self.frame[1], "line": self.frame[2]}, "nth": self.nth,
+                "baseline_compile_id": self.baseline_id, "candidate_compile_id": self.candidate_id,
+                "changed": self.changed, "ops_added": self.ops_added, "ops_removed": self.ops_removed,
+                "guards_added": self.guards_added, "guards_removed": self.guards_removed,
+                "kernels_added": self.kernels_added, "kernels_removed": self.kernels_removed,
+                "kernel_count": {"baseline": self.kernel_count[0], "candidate": self.kernel_count[1]},
+                "graphs_changed": self.graphs_changed,
+                "compile_time_s": {name: {"baseline": a, "candidate": b} for name, (a, b) in self.phases.items()}}
+
+
+@dataclass
+class RunDiff:
+    baseline_run: str
+    candidate_run: str
+    pairs: list[PairDiff]
+    only_baseline: list[Compile]
+    only_candidate: list[Compile]
+
+    def to_json(self) -> dict:
+        def one(c: Compile) -> dict:
+            return {"compile_id": c.compile_id, "function": c.frame[0], "file": c.frame[1], "line": c.frame[2],
+                    "nth": c.nth, "compile_time_s": c.phases.get("total")}
+        return {"baseline_run": self.baseline_run, "candidate_run": self.candidate_run,
+                "pairs": [p.to_json() for p in self.pairs],
+                "only_baseline": [one(c) for c in self.only_baseline],
+                "only_candidate": [one(c) for c in self.only_candidate]}
+
+
+def _pick_rank(con, run_id: str, rank: int | None) -> int | None:
+    """The rank to compare: the one asked for, else a single-process run's (None), else rank 0's."""
+    if rank is not None:
+        return rank
+    ranks = [r["rank"] for r in rows(con, "SELECT DISTINCT rank FROM compiles WHERE run_id = ?", [run_id])]
+    return None if None in ranks or not ranks else min(ranks)
+
+
+def _compiles(con, run_id: str, rank: int | None) -> list[Compile]:
+    rank = _pick_rank(con, run_id, rank)
+    found = rows(con, f"""
+        SELECT compile_id, any_value(co_name) AS fn, any_value(co_filename) AS file, any_value(co_firstlineno) AS line,
+               min(frame_id) AS frame_id, min(frame_compile_id) AS fcid, min(attempt) AS attempt,
+               {', '.join(f'max({c}) AS {c}' for c, _ in PHASES)}, max(graph_op_count) AS ops, min(line_no) AS first
+        FROM compiles WHERE run_id = ? AND compile_id IS NOT NULL AND rank IS NOT DISTINCT FROM ?
+        GROUP BY compile_id ORDER BY frame_id NULLS LAST, fcid NULLS LAST, attempt NULLS LAST, first""",
+                 [run_id, rank])
+    arts = rows(con, "SELECT compile_id, kind, file_id, line_no FROM artifacts WHERE run_id = ? "
+                     "AND rank IS NOT DISTINCT FROM ? AND kind IN ('dynamo_output_graph', 'aot_forward_graph', "
+                     "'aot_backward_graph', 'aot_inference_graph', 'inductor_output_code', 'dynamo_cpp_guards_str', "
+                     "'dynamo_guards') ORDER BY file_id, line_no", [run_id, rank])
+    by_id: dict[str, dict[str, list]] = {}
+    for a in arts:
+        by_id.setdefault(a["compile_id"], {}).setdefault(a["kind"], []).append((a["file_id"], a["line_no"]))
+    seen: Counter = Counter()
+    out = []
+    for r in found:
+        frame = (r["fn"] or "?", PurePath(r["file"]).name if r["file"] else "?", r["line"])
+        phases = {name: (None if r[col] is None else float(r[col])) for col, name in PHASES}
+        c = Compile(r["compile_id"], frame, seen[frame], phases, r["ops"])
+        # several inductor_output_code per compile id (forward, backward): kept in order, keyed apart
+        for kind, places in by_id.get(r["compile_id"], {}).items():
+            for i, place in enumerate(places):
+                c.artifacts[kind if i == 0 else f"{kind}#{i + 1}"] = place
+        seen[frame] += 1
+        out.append(c)
+    return out
+
+
+def _text(con, run_id: str, place: tuple[int, int] | None) -> str:
+    return fetch(con, run_id, *place).pretty() if place else ""
+
+
+def _counter_diff(a: Counter, b: Counter) -> tuple[dict[str, int], dict[str, int]]:
+    return dict(sorted((b - a).items())), dict(sorted((a - b).items()))
+
+
+def _pair(con, base_run: str, cand_run: str, a: Compile, b: Compile) -> PairDiff:
+    texts = {}
+    kinds = sorted(set(a.artifacts) | set(b.artifacts))
+    for kind in kinds:
+        texts[kind] = (_text(con, base_run, a.artifacts.get(kind)), _text(con, cand_run, b.artifacts.get(kind)))
+    ops_a = graph_ops(texts.get("dynamo_output_graph", ("", ""))[0])
+    ops_b = graph_ops(texts.get("dynamo_output_graph", ("", ""))[1])
+    guard_kind = "dynamo_cpp_guards_str" if "dynamo_cpp_guards_str" in texts else "dynamo_guards"
+    g_a, g_b = (guard_set(t) for t in texts.get(guard_kind, ("", "")))
+    k_a, k_b = Counter(), Counter()
+    for kind, (ta, tb) in texts.items():
+        if kind.startswith("inductor_output_code"):
+            k_a += kernels(ta)
+            k_b += kernels(tb)
+    ops_added, ops_removed = _counter_diff(ops_a, ops_b)
+    k_added, k_removed = _counter_diff(k_a, k_b)
+    graphs_changed = [k for k in kinds if k.split("#")[0] in GRAPH_KINDS + ("inductor_output_code",)
+                      and normalise(texts[k][0]) != normalise(texts[k][1])]
+    return PairDiff(a.frame, a.nth, a.compile_id, b.compile_id, ops_added, ops_removed,
+                    sorted(g_b - g_a), sorted(g_a - g_b), k_added, k_removed,
+                    (sum(k_a.values()), sum(k_b.values())), graphs_changed,
+                    {name: (a.phases.get(name), b.phases.get(name)) for _, name in PHASES})
+
+
+def diff_runs(con, baseline_run: str, candidate_run: str, rank: int | None = None) -> RunDiff:
+    """Match the two runs' compile ids by frame and order, and say what differs in each pair."""
+    for rid in (baseline_run, candidate_run):
+        if not rows(con, "SELECT 1 FROM runs WHERE run_id = ?", [rid]):
+            raise NotFoundError(f"no run {rid} in the store", "list runs with `compilewatch stats` or the dashboard")
+    a_list, b_list = _compiles(con, baseline_run, rank), _compiles(con, candidate_run, rank)
+    matched = match(a_list, b_list)
+    paired_a, paired_b = {id(a) for a, _ in matched}, {id(b) for _, b in matched}
+    return RunDiff(baseline_run, candidate_run, [_pair(con, baseline_run, candidate_run, a, b) for a, b in matched],
+                   [c for c in a_list if id(c) not in paired_a], [c for c in b_list if id(c) not in paired_b])
+
+
+# Looser and looser: the same frame; then the same function in the same file (an edit above it moved
+# its first line); then the same function name (the script was copied under another name).
+_MATCH_KEYS = (lambda c: c.frame, lambda c: c.frame[:2], lambda c: c.frame[0])
+
+
+def match(a_list: list[Compile], b_list: list[Compile]) -> list[tuple[Compile, Compile]]:
+    """Pairs of compiles, each side's compiles of one key paired in their compile order."""
+    pairs: list[tuple[Compile, Compile]] = []
+    left_a, left_b = list(a_list), list(b_list)
+    for key in _MATCH_KEYS:
+        by_b: dict = {}
+        for c in left_b:
+            by_b.setdefault(key(c), []).append(c)
+        still_a = []
+        for c in left_a:
+            queue = by_b.get(key(c))
+            if queue:
+                pairs.append((c, queue.pop(0)))
+            else:
+                still_a.append(c)
+        taken = {id(b) for _, b in pairs}
+        left_a, left_b = still_a, [c for c in left_b if id(c) not in taken]
+    order = {id(c): i for i, c in enumerate(a_list)}
+    return sorted(pairs, key=lambda p: order[id(p[0])])
+
+
+def text_diff(con, baseline_run: str, candidate_run: str, baseline_id: str, candidate_id: str, kind: str,
+              rank: int | None = None, context: int = 3) -> str:
+    """A unified diff of one artifact (a graph or the output code) between two compile ids, both
+    normalised; "" when they are alike. Reads just those two payloads."""
+    def text_of(run_id: str, cid: str) -> str:
+        for c in _compiles(con, run_id, rank):
+            if c.compile_id == cid:
+                return normalise(_text(con, run_id, c.artifacts.get(kind)))
+        return ""
+    a, b = text_of(baseline_run, baseline_id), text_of(candidate_run, candidate_id)
+    return "".join(difflib.unified_diff(a.splitlines(keepends=True), b.splitlines(keepends=True),
+                                        f"baseline {baseline_id} {kind}", f"candidate {candidate_id} {kind}", n=context))
+
+
+def describe(d: RunDiff) -> str:
+    """The diff as text for a terminal: per matched compile id what changed, then the one-sided ids."""
+    out = [f"baseline run {d.baseline_run} vs candidate run {d.candidate_run}: {len(d.pairs)} matched compile id(s), "
+           f"{len(d.only_baseline)} only in the baseline, {len(d.only_candidate)} only in the candidate"]
+    for p in d.pairs:
+        fn, file, line = p.frame
+        ids = p.baseline_id if p.baseline_id == p.candidate_id else f"{p.baseline_id} -> {p.candidate_id}"
+        out.append(f"\n[{ids}] {fn} ({file}:{line}){' recompile ' + str(p.nth) if p.nth else ''}: "
+                   + ("changed" if p.changed else "the same graphs, guards and kernels"))
+        for label, added, removed in (("ops", p.ops_added, p.ops_removed), ("kernels", p.kernels_added, p.kernels_removed)):
+            for name, n in added.items():
+                out.append(f"  + {label[:-1]} {name}" + (f" x{n}" if n > 1 else ""))
+            for name, n in removed.items():
+                out.append(f"  - {label[:-1]} {name}" + (f" x{n}" if n > 1 else ""))
+        out += [f"  + guard {g}" for g in p.guards_added] + [f"  - guard {g}" for g in p.guards_removed]
+        if p.kernel_count[0] != p.kernel_count[1]:
+            out.append(f"  kernels: {p.kernel_count[0]} -> {p.kernel_count[1]}")
+        if p.graphs_changed:
+            out.append(f"  differs: {', '.join(p.graphs_changed)} (compilewatch diff ... --show KIND for the text)")
+        t = p.phases.get("total", (None, None))
+        if t[0] is not None and t[1] is not None:
+            out.append(f"  compile time: {t[0]:.2f} s -> {t[1]:.2f} s")
+    for side, items in (("only in the baseline", d.only_baseline), ("only in the candidate", d.only_candidate)):
+        for c in items:
+            out.append(f"\n[{c.compile_id}] {side}: {c.frame[0]} ({c.frame[1]}:{c.frame[2]})"
+                       + (f", compile time {c.phases['total']:.2f} s" if c.phases.get("total") is not None else ""))
+    return "\n".join(out)

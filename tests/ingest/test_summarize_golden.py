@@ -25,6 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "fixtures" / "summarize"
 INPUTS = {
     "sample_bundle": "sample_logs/cpu-torch2.14.1/item_branch_default_infer.tar.gz",
+    # a bundle whose TORCH_LOGS text beside its trace still gives the CUDA-graph skips only it carries
+    "cudagraph_skips_beside_trace": "sample_logs/gpu-h100-torch2.11-cudagraphs/tiny-lm-ro_changed_run1.tar.gz",
     "review_breaks_folder": "tests/fixtures/review/breaks",
     "ranks_diverge": "tests/fixtures/ranks/ddp_diverge.tar.gz",
     "trace_graph_break_recompile": "tests/fixtures/trace/graph_break_recompile.log.gz",

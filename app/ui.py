@@ -84,6 +84,19 @@ def load(fn: Callable, f: Filters) -> pd.DataFrame | None:
     return None
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _artifact_diff(db: str, version: str, run_a: str, run_b: str, id_a: str, id_b: str, kind: str) -> str:
+    from compilewatch.deepdive.diff import text_diff
+    with get_store().read() as con:
+        return text_diff(con, run_a, run_b, id_a, id_b, kind)
+
+
+def artifact_diff(run_a: str, run_b: str, id_a: str, id_b: str, kind: str) -> str:
+    """The unified diff of one artifact of two compile ids (deepdive/diff.py), cached like ``load``."""
+    store = get_store()
+    return _artifact_diff(str(store.db_path), store.data_version(), run_a, run_b, id_a, id_b, kind)
+
+
 # -- empty database ----------------------------------------------------------------------------------
 def empty_state() -> None:
     st.info("**No runs in the database yet.** Add data from the command line or upload logs here.",

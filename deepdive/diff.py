@@ -197,8 +197,10 @@ def _pair(con, base_run: str, cand_run: str, a: Compile, b: Compile) -> PairDiff
             k_b += kernels(tb)
     ops_added, ops_removed = _counter_diff(ops_a, ops_b)
     k_added, k_removed = _counter_diff(k_a, k_b)
-    graphs_changed = [k for k in kinds if k.split("#")[0] in GRAPH_KINDS + ("inductor_output_code",)
-                      and normalise(texts[k][0]) != normalise(texts[k][1])]
+    shown = GRAPH_KINDS + ("inductor_output_code",)   # the order a reader walks: Dynamo, AOT, Inductor
+    graphs_changed = sorted((k for k in kinds if k.split("#")[0] in shown
+                             and normalise(texts[k][0]) != normalise(texts[k][1])),
+                            key=lambda k: (shown.index(k.split("#")[0]), k))
     return PairDiff(a.frame, a.nth, a.compile_id, b.compile_id, ops_added, ops_removed,
                     sorted(g_b - g_a), sorted(g_a - g_b), k_added, k_removed,
                     (sum(k_a.values()), sum(k_b.values())), graphs_changed,

@@ -179,3 +179,33 @@ def runtime(con, f: Filters) -> pd.DataFrame:
     ORDER BY metric = 'step_time', model, hardware, subject LIMIT 500
     """
     return df(con, sql, params)
+
+
+def compile_diff(con, f: Filters) -> pd.DataFrame:
+    """Two runs' compile ids matched by frame (deepdive/diff.py), one row each: what the compiler did
+    differently (ops, guards, kernels, compile time), and the ids on one side only. Reads the
+    matched compile ids' graphs, guards and output code: shown when a reader opens it."""
+    from compilewatch.deepdive.diff import diff_runs
+    if mode(f) != "runs":
+        return pd.DataFrame()
+    d = diff_runs(con, f.run_id, f.run_b)
+    rows = []
+    for p in d.pairs:
+        t = p.phases.get("total", (None, None))
+        rows.append({"compile_id_a": p.baseline_id, "compile_id_b": p.candidate_id,
+                     "compiled_frame": f"{p.frame[0]} ({p.frame[1]}:{p.frame[2]})", "what": "changed" if p.changed else "same",
+                     "ops": "; ".join([f"+ {k}" + (f" ×{n}" if n > 1 else "") for k, n in p.ops_added.items()]
+                                      + [f"− {k}" + (f" ×{n}" if n > 1 else "") for k, n in p.ops_removed.items()]),
+                     "guards": "; ".join([f"+ {g}" for g in p.guards_added] + [f"− {g}" for g in p.guards_removed]),
+                     "kernels": "; ".join([f"+ {k}" for k in p.kernels_added] + [f"− {k}" for k in p.kernels_removed]),
+                     "kernel_count": f"{p.kernel_count[0]} → {p.kernel_count[1]}",
+                     "compile_s_a": t[0], "compile_s_b": t[1], "graphs_changed": ", ".join(p.graphs_changed)})
+    for side, items in (("only in A", d.only_baseline), ("only in B", d.only_candidate)):
+        for c in items:
+            rows.append({"compile_id_a": c.compile_id if side == "only in A" else None,
+                         "compile_id_b": c.compile_id if side == "only in B" else None,
+                         "compiled_frame": f"{c.frame[0]} ({c.frame[1]}:{c.frame[2]})", "what": side,
+                         "compile_s_a": c.phases.get("total") if side == "only in A" else None,
+                         "compile_s_b": c.phases.get("total") if side == "only in B" else None})
+    return pd.DataFrame(rows, columns=["compile_id_a", "compile_id_b", "compiled_frame", "what", "ops", "guards", "kernels",
+                                       "kernel_count", "compile_s_a", "compile_s_b", "graphs_changed"])

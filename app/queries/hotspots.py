@@ -106,3 +106,20 @@ def hotspot_runs(con, f: Filters) -> pd.DataFrame:
     GROUP BY ALL ORDER BY fr.run_time DESC LIMIT 200
     """
     return df(con, sql, params + [f.break_key])
+
+
+def cudagraph_skips(con, f: Filters) -> pd.DataFrame:
+    """CUDA-graph skips across the filtered runs: per category and place in user code, the skips,
+    runs and models, torch's reason and the fix hint."""
+    from compilewatch.ingest.formats.cudagraphs import HINTS, OTHER_HINT
+    cte, params = runs_cte(f)
+    d = df(con, f"""
+    WITH {cte}
+    SELECT e.category, any_value(e.reason) AS reason,
+           regexp_extract(e.user_file, '[^/\\\\]+$') || ':' || e.user_line AS location,
+           any_value(e.user_code) AS user_code, count(*) AS skips, count(DISTINCT e.run_id) AS runs,
+           count(DISTINCT fr.model) AS models
+    FROM cudagraph_events e JOIN fr USING (run_id) WHERE e.event = 'skip'
+    GROUP BY ALL ORDER BY skips DESC LIMIT 50""", params)
+    d["hint"] = [HINTS.get(c, OTHER_HINT) for c in d["category"]]
+    return d

@@ -153,3 +153,25 @@ def files(con, f: Filters) -> pd.DataFrame:
     SELECT file_id, original_name, kind, status, size_bytes, records, errors, parser_version,
            stored_path, sha256, ingested_at
     FROM files WHERE run_id = ? ORDER BY file_id LIMIT 500""", f)
+
+
+def cudagraph_events(con, f: Filters) -> pd.DataFrame:
+    """The run's CUDA-graph skips (with their fix hint) and per-size re-recordings, grouped: how
+    often each happened and where in the user's code."""
+    from compilewatch.ingest.formats.cudagraphs import HINTS, OTHER_HINT
+    d = _frame(con, """
+    SELECT event, category, reason, user_file || ':' || user_line AS location, user_function, user_code,
+           count(*) AS times, max(count) AS max_count, min(compile_id) AS compile_id
+    FROM cudagraph_events WHERE run_id = ? GROUP BY ALL ORDER BY event DESC, times DESC LIMIT 200""", f)
+    d["hint"] = [HINTS.get(c, OTHER_HINT) for c in d["category"]]
+    return d
+
+
+def cache_layers(con, f: Filters) -> pd.DataFrame:
+    """Per compile id and cache layer (FX graph, AOT autograd, ...): hits, misses, bypasses and the
+    bypass reason; and the run's state: cold when every lookup missed."""
+    return _frame(con, """
+    SELECT coalesce(compile_id, '-') AS compile_id, cache, count(*) FILTER (outcome = 'hit') AS hits,
+           count(*) FILTER (outcome = 'miss') AS misses, count(*) FILTER (outcome = 'bypass') AS bypasses,
+           any_value(reason) FILTER (reason IS NOT NULL) AS bypass_reason
+    FROM cache_events WHERE run_id = ? GROUP BY ALL ORDER BY compile_id, cache""", f)

@@ -136,4 +136,30 @@ with right:
              compile_s_a=ui.num_col("Compile A", "%.1f s"), compile_s_b=ui.num_col("Compile B", "%.1f s"),
              memory_ratio_a=ui.num_col("Memory A", ui.RATIO), memory_ratio_b=ui.num_col("Memory B", ui.RATIO))
 
+
+if compare.mode(f) == "runs":
+    st.subheader("What the compiler did differently")
+    st.caption("Compile ids matched by frame and compile order: the ops, guards and Inductor kernels that "
+               "appear or disappear, and the compile time. `compilewatch diff RUN_A RUN_B` prints the same.")
+    # The graphs, guards and output code are read only when asked for: they can be megabytes.
+    if st.toggle("Compare the compiled graphs, guards and kernels", key="cmp_diff_open"):
+        d = ui.load(compare.compile_diff, f)
+        if d is not None:
+            ui.table(d.drop(columns=["graphs_changed"]), key="cmp_compile_diff", empty="Neither run has compile ids.",
+                     compile_id_a=ui.text_col("Id A", "small"), compile_id_b=ui.text_col("Id B", "small"),
+                     compiled_frame=ui.text_col("Frame", "medium"), what=ui.text_col("", "small"),
+                     ops=ui.text_col("Ops ±", "medium"), guards=ui.text_col("Guards ±", "large"),
+                     kernels=ui.text_col("Kernels ±", "medium"), kernel_count=ui.text_col("Kernels", "small"),
+                     compile_s_a=ui.num_col("Compile A", "%.2f s"), compile_s_b=ui.num_col("Compile B", "%.2f s"))
+            changed = d[d["what"] == "changed"]
+            if len(changed):
+                pick = st.selectbox("Show the unified diff of", list(changed.index), key="cmp_diff_pair",
+                                    format_func=lambda i: f"{changed.at[i, 'compile_id_a']} → {changed.at[i, 'compile_id_b']} "
+                                                          f"{changed.at[i, 'compiled_frame']}")
+                kinds = [k for k in changed.at[pick, "graphs_changed"].split(", ") if k]
+                kind = st.radio("Artifact", kinds, horizontal=True, key="cmp_diff_kind")
+                text = ui.artifact_diff(f.run_id, f.run_b, changed.at[pick, "compile_id_a"],
+                                        changed.at[pick, "compile_id_b"], kind)
+                st.code(text or "(the same after normalising ids and generated names)", language="diff")
+
 ui.set_url(f)

@@ -94,4 +94,11 @@ elif table is not None:
                      occurrences=ui.count_col("Occurrences"), compile_ids=ui.text_col("Compile ids"),
                      open=ui.link_col("Run detail"))
 
+st.subheader("CUDA-graph skips")
+ui.table(ui.load(hotspots.cudagraph_skips, f), key="hs_cudagraphs",
+         empty="No CUDA-graph skips in these runs (only reduce-overhead jobs on a GPU log them).",
+         category=ui.text_col("Category", "small"), reason=ui.text_col("Reason (torch)"),
+         location=ui.text_col("User code"), user_code=ui.text_col("Line", "large"), skips=ui.count_col("Skips"),
+         runs=ui.count_col("Runs"), models=ui.count_col("Models"), hint=ui.text_col("Fix", "large"))
+
 ui.set_url(f)

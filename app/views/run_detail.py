@@ -71,7 +71,7 @@ if diverging is not None and not diverging.empty:
     st.warning("**Ranks diverge** on " + ", ".join(dict.fromkeys(diverging["aspect"])) + ": see the Ranks tab.",
                icon=":material/call_split:")
 tabs = st.tabs(["Compiles", "Compile phases", "Graph breaks", "Recompiles", "Step times", "Benchmark",
-                "Ingest errors", "Raw files", "Ranks", "Stack trie"])
+                "Ingest errors", "Raw files", "Ranks", "Stack trie", "CUDA graphs & caches"])
 with tabs[0]:
     compiles = ui.load(run_detail.compiles, f)
     ui.table(compiles, key="rd_compiles", empty="No compiles recorded for this run.",
@@ -210,5 +210,27 @@ with tabs[8]:
                  steady_p90_ms=ui.num_col("Steady p90", "%.3f ms"))
 with tabs[9]:
     deep_dive.stack_trie(f)
+with tabs[10]:
+    st.markdown("**CUDA graphs** (`mode=\"reduce-overhead\"`): why they were skipped, and re-recordings per input size")
+    ui.table(ui.load(run_detail.cudagraph_events, f), key="rd_cudagraphs",
+             empty="No CUDA-graph skip or re-recording in this run's log.",
+             event=ui.text_col("Event", "small"), category=ui.text_col("Category", "small"),
+             reason=ui.text_col("Reason (torch)"), location=ui.text_col("User code"),
+             user_function=ui.text_col("Function", "small"), user_code=ui.text_col("Line", "large"),
+             times=ui.count_col("Times"), max_count=ui.count_col("Instances / sizes"),
+             compile_id=ui.text_col("Compile id", "small"), hint=ui.text_col("Fix", "large"))
+    st.markdown("**Compile caches per layer**")
+    layers = ui.load(run_detail.cache_layers, f)
+    if layers is not None and len(layers):
+        hits, misses = int(layers["hits"].sum()), int(layers["misses"].sum())
+        state = "cold: every lookup missed" if hits == 0 and misses else "warm: some compiles came from the cache"
+        st.caption(f"This run compiled **{state}** ({hits:,} hits, {misses:,} misses, "
+                   f"{int(layers['bypasses'].sum()):,} bypasses); the review compares compile time only "
+                   f"between runs in the same state.")
+    ui.table(layers, key="rd_cache_layers",
+             empty="No compile-cache events in this run's trace.",
+             compile_id=ui.text_col("Compile id", "small"), cache=ui.text_col("Cache layer"),
+             hits=ui.count_col("Hits"), misses=ui.count_col("Misses"), bypasses=ui.count_col("Bypasses"),
+             bypass_reason=ui.text_col("Bypass reason", "large"))
 
 ui.set_url(f)

@@ -39,6 +39,9 @@ TITLES = {
     "link": "Link",
     "missing_fake_kernel": "Missing fake kernel",
     "mismatched_fake_kernel": "Mismatched fake kernel",
+    "bwd_compilation_metrics": "Backward compile metrics",
+    "compilation_metrics_runtime": "Runtime metrics (first calls, CUDA-graph recording)",
+    "bwd_compilation_metrics_runtime": "Backward runtime metrics",
 }
 _CODE_KINDS = frozenset(("dynamo_output_graph", "aot_joint_graph", "aot_forward_graph", "aot_backward_graph",
                          "aot_inference_graph", "inductor_pre_grad_graph", "inductor_post_grad_graph",

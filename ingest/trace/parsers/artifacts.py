@@ -34,6 +34,9 @@ JSON_PAYLOADS = frozenset(("dynamo_guards",))
 VALUE_EVENTS = (
     "symbolic_shape_specialization", "propagate_real_tensors", "propagate_real_tensors_provenance",
     "guard_added", "guard_added_fast", "link", "missing_fake_kernel", "mismatched_fake_kernel",
+    # 2.10+: the backward compile's metrics, and runtime records (CUDA-graph recording, autotuning at
+    # first call) that come after the compile; kept per compile id and shown with its artifacts
+    "bwd_compilation_metrics", "compilation_metrics_runtime", "bwd_compilation_metrics_runtime",
 )
 
 _STACK_KEYS = ("stack", "user_stack")

@@ -21,6 +21,12 @@ _INT_FIELDS = ("co_firstlineno", "guard_count", "shape_env_guard_count", "graph_
 _FLOAT_FIELDS = ("start_time", "entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s",
                  "code_gen_time_s")
 _STR_FIELDS = ("co_name", "co_filename", "fail_reason", "fail_user_frame_filename", "recompile_reason")
+# 2.6+ time the phases in microseconds (`*_cumulative_compile_time_us`) and some builds drop the
+# older `_s` fields: a missing seconds field is taken from its microseconds twin.
+_US_TWINS = {"entire_frame_compile_time_s": "dynamo_cumulative_compile_time_us",
+             "backend_compile_time_s": "aot_autograd_cumulative_compile_time_us",
+             "inductor_compile_time_s": "inductor_cumulative_compile_time_us",
+             "code_gen_time_s": "inductor_code_gen_cumulative_compile_time_us"}
 _COMPILE_ID = re.compile(r"(?:!(\d+)/)?(\d+|-)/(\d+|-)(?:_(\d+))?\Z")
 _CLASS_REPR = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>\Z")
 _LIMIT = recompile_limit.NAME
@@ -94,6 +100,11 @@ def _metrics(m: dict) -> dict:
         row[k] = as_int(m.get(k))
     for k in _FLOAT_FIELDS:
         row[k] = as_float(m.get(k))
+        if row[k] is None and k in _US_TWINS:
+            us = as_float(m.get(_US_TWINS[k]))
+            row[k] = None if us is None else us / 1e6
+    row["guard_latency_us"] = as_float(m.get("guard_latency_us"))
+    row["num_graph_breaks"] = as_int(m.get("num_graph_breaks"))
     for k in _STR_FIELDS:
         v = m.get(k)
         row[k] = v if isinstance(v, str) else as_str(v)

@@ -94,7 +94,8 @@ def parse(env, ctx) -> None:
 
 
 def _metrics(m: dict) -> dict:
-    """The compiles columns read as they are from the metrics, and the failure type."""
+    """The compiles columns read from the metrics (a missing seconds field from its microseconds
+    twin), and the failure type."""
     row = {}
     for k in _INT_FIELDS:
         row[k] = as_int(m.get(k))

@@ -81,6 +81,8 @@ def _verdict_html(r: Review, v: Verdict, chart_budget: list[int]) -> str:
                     + (f"<code>{_esc(e.text)}</code>" if e.kind == "command" else _esc(e.text))
                     + (f"<br><span class=muted>hint: {_esc(e.fields.get('hint'))}</span>" if e.fields.get("hint") else "")
                     + "</li>" for e in v.evidence)
+    if v.worse and wording.diff_command(v):
+        items += f"<li><span class=muted>see what changed</span> <code>{_esc(wording.diff_command(v))}</code></li>"
     chart = ""
     if chart_budget[0] > 0:
         c = verdict_chart(r, v)
@@ -180,6 +182,8 @@ def _md_verdict(v: Verdict) -> str:
     for e in v.evidence:
         text = _md_cell(e.text)
         lines.append(f"  - {e.kind}: {text}" + (f" — hint: {_md_cell(e.fields['hint'])}" if e.fields.get("hint") else ""))
+    if v.worse and wording.diff_command(v):
+        lines.append(f"  - see what changed: `{wording.diff_command(v)}`")
     return "\n".join(lines)
 
 

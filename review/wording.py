@@ -44,6 +44,16 @@ def change(v: Verdict) -> str:
     return f"{100 * v.change:+.1f}%"
 
 
+def diff_command(v: Verdict) -> str | None:
+    """`compilewatch diff BASELINE_RUN CANDIDATE_RUN` for a verdict: the newest baseline run against
+    the candidate run it flagged, where both sides have runs ("see what changed" in the compiler)."""
+    base = v.baseline.run_ids if v.baseline else []
+    cand = list(v.flagged) or (v.candidate.run_ids if v.candidate else [])
+    if not base or not cand:
+        return None
+    return f"compilewatch diff {base[-1]} {cand[-1]}"
+
+
 def line(v: Verdict) -> str:
     """One line: status, where, what, change and the detector's summary."""
     return f"{STATUS_WORD.get(v.status, v.status)}: {title(v)} ({change(v)}) — {v.summary}"

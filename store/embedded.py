@@ -182,6 +182,16 @@ class EmbeddedStore:
         return {"database_bytes": db + (wal.stat().st_size if wal.exists() else 0),
                 "raw_bytes": folder_bytes(self.raw_dir)}
 
+    def maintain(self, expire_older_than_days: float = 7.0, orphan_min_age_s: float | None = None):
+        """Checkpoint the database (folds the write-ahead log in, frees deleted rows' blocks) and
+        delete orphaned raw copies (store/maintain.py). The retention is DuckLake's; unused here."""
+        from compilewatch.store import maintain as m
+        size = self.size_on_disk()["database_bytes"]
+        with self.write() as con:
+            con.execute("CHECKPOINT")
+        orphans = m.delete_orphaned_raw(self, m.ORPHAN_MIN_AGE_S if orphan_min_age_s is None else orphan_min_age_s)
+        return m.Maintained(self.backend, 1, 1, size, self.size_on_disk()["database_bytes"], orphans, ["checkpoint"])
+
     def close(self) -> None:
         pass
 

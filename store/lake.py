@@ -385,6 +385,30 @@ class LakeStore:
             out["catalog_bytes"] = None
         return out
 
+    def maintain(self, expire_older_than_days: float = 7.0, orphan_min_age_s: float | None = None):
+        """Merge adjacent Parquet files, expire snapshots older than the retention, delete the data
+        files nothing references and orphaned raw copies (store/maintain.py). Safe beside ingests:
+        each step is a DuckLake transaction, retried when it conflicts with another host's commit."""
+        from compilewatch.store import maintain as m
+        before = (m.parquet_files(self.data_dir), folder_bytes(self.data_dir))
+        steps = [("merge adjacent files", "CALL ducklake_merge_adjacent_files('lake')"),
+                 ("expire snapshots", f"CALL ducklake_expire_snapshots('lake', older_than => now() - "
+                                      f"INTERVAL '{float(expire_older_than_days) * 86400:.0f} seconds')"),
+                 ("delete files of expired snapshots", "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)"),
+                 ("delete orphaned data files", "CALL ducklake_delete_orphaned_files('lake', cleanup_all => true)")]
+        done = []
+        with self._cursor() as cur:
+            for name, sql in steps:
+                try:
+                    # results through Arrow: their timestamptz columns would need pytz as Python rows
+                    self._retrying(cur, lambda c, sql=sql: c.execute(sql).to_arrow_table())
+                    done.append(name)
+                except duckdb.CatalogException:
+                    pass    # a DuckLake version without this function: the others still run
+        orphans = m.delete_orphaned_raw(self, m.ORPHAN_MIN_AGE_S if orphan_min_age_s is None else orphan_min_age_s)
+        return m.Maintained(self.backend, before[0], m.parquet_files(self.data_dir), before[1],
+                            folder_bytes(self.data_dir), orphans, done)
+
     def close(self) -> None:
         self._reset()
 

@@ -15,7 +15,7 @@ from compilewatch.review.regressions import Verdict
 from compilewatch.review.weekly import Review
 
 COLUMNS = ["status", "model", "hardware", "metric", "subject", "change", "summary", "evidence", "command",
-           "baseline_run", "candidate_run", "break_key", "function", "headline"]
+           "baseline_run", "candidate_run", "break_key", "function", "headline", "diff_command"]
 
 
 def _windows(f: Filters) -> tuple[Window, Window]:
@@ -50,7 +50,7 @@ def _row(v: Verdict) -> dict:
             "break_key": (ev["graph_break"].fields.get("break_key") if "graph_break" in ev else None),
             "function": (ev["recompile"].fields.get("function") if "recompile" in ev
                          else ev["limit_hit"].fields.get("function") if "limit_hit" in ev else None),
-            "headline": None}
+            "headline": None, "diff_command": wording.diff_command(v) if v.worse else None}
 
 
 def verdicts(con, f: Filters) -> pd.DataFrame:

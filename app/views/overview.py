@@ -73,6 +73,9 @@ if verdicts is not None:
                                     + (f" — *fix:* {ui.md(hint)}" if isinstance(hint, str) and hint else ""))
                     if isinstance(row.command, str) and row.command:
                         st.code(row.command, language="bash", wrap_lines=True)
+                    if isinstance(row.diff_command, str) and row.diff_command:
+                        st.caption("See what changed in the compiler (or open Compare and its compile diff):")
+                        st.code(row.diff_command, language="bash")
     st.caption(f"Candidate: this window; baseline: the window before (or the pinned baseline; a model with no "
                f"runs in the window before: its newest version against the one before it). A run is flagged "
                f"past PyTorch HUD's ratio rules and beyond the runs' own run-to-run noise; two in a row make a "

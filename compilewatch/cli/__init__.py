@@ -378,6 +378,24 @@ def cmd_store_copy(args) -> int:
     return 0
 
 
+@command("store maintain", "keep a store fast: merge DuckLake's small files, expire old snapshots, delete unreferenced files",
+         db_arg(),
+         arg("--expire-older-than", type=float, default=7.0, metavar="DAYS",
+             help="DuckLake snapshots older than this are expired (time travel stops there; default %(default)s)"),
+         arg("--json", action="store_true", help="one JSON object: files and bytes before and after, steps run"))
+def cmd_store_maintain(args) -> int:
+    from compilewatch.store import open_store
+
+    result = open_store(args.db, args.data_path).maintain(args.expire_older_than)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+        return 0
+    print(f"{result.backend}: {', '.join(result.steps)}; data files {result.data_files_before:,} -> "
+          f"{result.data_files_after:,}, {_bytes(result.bytes_before)} -> {_bytes(result.bytes_after)}; "
+          f"{result.orphaned_raw_deleted:,} orphaned raw file(s) deleted")
+    return 0
+
+
 @command("dashboard", "start the Streamlit dashboard on this database",
          db_arg(),
          arg("--port", type=int, default=8501, help="port to serve on (default %(default)s)"),

@@ -76,3 +76,19 @@ def test_the_cli_takes_specs_and_prints_json(versions):
     bad = subprocess.run([sys.executable, "-m", "compilewatch", "diff", "label=v1", "label=nope", "--db", str(db)],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "label=nope selects no run" in bad.stderr
+
+
+def test_each_regression_says_how_to_see_what_changed(versions):
+    """The report and the Overview give, with each regression, the diff command of its runs."""
+    from compilewatch.review import report, wording
+    from compilewatch.review.baseline import parse_spec
+    from compilewatch.review.gate import assemble
+    db, runs = versions
+    with open_store(db).read() as con:
+        r = assemble(con, parse_spec("label=v1"), parse_spec("label=v2"))
+    assert r.regressions
+    md = report.to_markdown(r)
+    for v in r.regressions:
+        cmd = wording.diff_command(v)
+        assert cmd and cmd.split()[2] in runs["v1"] and cmd.split()[3] in runs["v2"]
+        assert f"see what changed: `{cmd}`" in md

@@ -401,7 +401,9 @@ class LakeStore:
             for name, sql in steps:
                 try:
                     # results through Arrow: their timestamptz columns would need pytz as Python rows
-                    self._retrying(cur, lambda c, sql=sql: c.execute(sql).to_arrow_table())
+                    for attempt in self._transactions_on(cur):
+                        with attempt as c:
+                            c.execute(sql).to_arrow_table()
                     done.append(name)
                 except duckdb.CatalogException:
                     pass    # a DuckLake version without this function: the others still run

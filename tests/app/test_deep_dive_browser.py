@@ -33,10 +33,18 @@ def test_artifact_and_trie_in_the_browser(tmp_path):
         picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Artifacts of 0/0")
         picker.wait_for(timeout=90_000)
         wait_for_app_idle(page, 60_000)
-        picker.locator("input").click()
-        page.get_by_role("option").filter(has_text="AOT backward graph").first.click()
         code = page.locator('[data-testid="stCode"]').filter(has_text="class GraphModule")
-        code.first.wait_for(timeout=60_000)
+        # On a loaded machine a rerun still in flight can swallow the first pick: pick again once.
+        for attempt in range(2):
+            picker.locator("input").click()
+            page.get_by_role("option").filter(has_text="AOT backward graph").first.click()
+            wait_for_app_idle(page, 60_000)
+            try:
+                code.first.wait_for(timeout=60_000)
+                break
+            except Exception:
+                if attempt:
+                    raise
         assert first_line.strip() in code.first.inner_text()
         page.screenshot(path=str(SHOTS / "artifact.png"), full_page=True)
         page.get_by_role("tab", name="Stack trie").click()

@@ -87,41 +87,6 @@ def kpis(con, f: Filters) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def movers(con, f: Filters) -> pd.DataFrame:
-    """Per model and metric, the change between the previous and current window beyond ±5%:
-    model, metric, previous, current, change_pct, verdict (worse|better). Per-run averages, so a
-    busier week is not a worse one. Biggest moves first."""
-    cte, params = _per_run_cte(f)
-    sql = f"""
-    WITH {cte},
-    m AS (SELECT pr.model, pr.win, avg(breaks) AS breaks_per_run, avg(recompiles) AS recompiles_per_run,
-                 avg(compile_s) AS compile_s_per_run
-          FROM pr WHERE model IS NOT NULL GROUP BY ALL),
-    s AS (SELECT sp.model, w.win, {geomean('sp.g')} AS speedup FROM sp JOIN w USING (run_id)
-          WHERE sp.model IS NOT NULL GROUP BY ALL),
-    j AS (SELECT coalesce(m.model, s.model) AS model, coalesce(m.win, s.win) AS win, s.speedup,
-                 m.breaks_per_run, m.recompiles_per_run, m.compile_s_per_run
-          FROM m FULL JOIN s ON m.model = s.model AND m.win = s.win),
-    l AS (UNPIVOT j ON speedup, breaks_per_run, recompiles_per_run, compile_s_per_run INTO NAME metric VALUE v),
-    p AS (PIVOT l ON win IN ('previous', 'current') USING any_value(v) GROUP BY model, metric)
-    SELECT model, metric, previous, current,
-           CASE WHEN previous = 0 AND current > 0 THEN 100.0
-                WHEN previous > 0 THEN 100.0 * (current / previous - 1) END AS change_pct
-    FROM p WHERE previous IS NOT NULL AND current IS NOT NULL
-    """
-    out = df(con, sql, params)
-    if out.empty:
-        return out.assign(verdict=pd.Series(dtype="object"))
-    out = out[out["change_pct"].abs() > NOISE_PCT].copy()
-    higher_better = out["metric"].eq("speedup")
-    up = out["change_pct"] > 0
-    out["verdict"] = (up == higher_better).map({True: "better", False: "worse"})
-    out["metric"] = out["metric"].map({"speedup": "speedup (geomean)", "breaks_per_run": "graph breaks / run",
-                                       "recompiles_per_run": "recompiles / run",
-                                       "compile_s_per_run": "compile time / run (s)"})
-    return out.reindex(out["change_pct"].abs().sort_values(ascending=False).index).reset_index(drop=True)
-
-
 def daily(con, f: Filters) -> pd.DataFrame:
     """Per day of the current and previous window: runs, graph breaks, recompiles."""
     cte, params = _per_run_cte(f)

@@ -1,6 +1,6 @@
 """Graph-break hints from real logs show one bullet per hint. (Seen: both parsers stored the hints
 of a break joined by newlines while the app read JSON, so every hint of a break showed as one
-bullet; the hand-written test database stored JSON, so no test saw it.)"""
+bullet; tests then ran on hand-written rows that stored JSON, so no test saw it.)"""
 from __future__ import annotations
 
 import json

@@ -124,7 +124,7 @@ def test_log_content_never_renders_on_any_page(tmp_path):
                 page.wait_for_timeout(1500)  # images and iframes get their chance to load
                 wait_for_app_idle(page, 60_000)
                 page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
-                made = page.evaluate("""(t) => ({
+                made = page.evaluate(r"""(t) => ({
                     links: [...document.querySelectorAll('a[href]')].map(a => a.href)
                              .filter(h => h.startsWith(t) || !h.startsWith(location.origin))
                              // the graph-break registry page the app builds from a break's gbNNNN id

@@ -1,5 +1,6 @@
-"""AppTest for every page: renders with data (the fixture team DB, and real logs parsed by the
-loader), renders with an empty database, and a filter interaction changes what is shown.
+"""AppTest for every page: renders with data (a team's store of real bundles, and real logs parsed
+by the loader), renders with an empty database, and a filter interaction changes what is shown.
+What the tests expect is what the ingested logs hold (see test_queries.py's docstring).
 
 Run: .venv/bin/python -m pytest tests/app
 """
@@ -12,7 +13,6 @@ import pytest
 
 from compilewatch.store import open_store
 
-import fixture_db
 from rendered import shown
 
 PAGES = {
@@ -56,8 +56,9 @@ def test_page_renders_with_team_data(app_at, team_db, name):
     _ok(at)
     expected = {
         "overview": lambda: [m.label for m in at.metric][:3] == ["Runs", "Models", "Speedup"],
-        "hotspots": lambda: "Data-dependent branching" in set(at.dataframe[0].value["what"]),
-        "recompiles": lambda: "run-storm" in set(at.dataframe[0].value["run_id"]),
+        "hotspots": lambda: "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+                            in set(at.dataframe[0].value["what"]),
+        "recompiles": lambda: "lm_loss_warmup" in set(at.dataframe[0].value["function"]),
         "trends": lambda: len(at.dataframe) >= 2,   # per-version table + A-vs-B table
         "compile_time": lambda: len(at.dataframe) == 2 and not at.dataframe[0].value.empty,  # frames + linkage
         "run_detail": lambda: at.selectbox(key="rd_run").value is not None,
@@ -89,62 +90,73 @@ def test_page_renders_with_empty_database(app_at, empty_db, name):
 
 
 # -- filters change what is shown ---------------------------------------------------------------------
+def _run_of(db, model, label, hardware_like="%"):
+    with open_store(db).read() as con:
+        return con.execute("SELECT run_id FROM runs WHERE model = ? AND label = ? AND hardware LIKE ? "
+                           "ORDER BY started_at LIMIT 1", [model, label, hardware_like]).fetchone()[0]
+
+
 def test_overview_model_filter_changes_kpis_and_url(app_at, team_db):
     at = app_at(team_db)
     runs_all = at.metric[0].value
-    at.multiselect(key="g_models").select("hf_Bert").run()
+    at.multiselect(key="g_models").select("llama-pretrain").run()
     _ok(at)
-    assert at.metric[0].value != runs_all
-    assert at.query_params.get("model") in ("hf_Bert", ["hf_Bert"])
-    # the review's verdicts, one block per model and hardware led by its headline: hf_Bert's
-    # speedup fell 1.45x -> 1.20x this week
+    assert at.metric[0].value == "12" != runs_all                # 3 runs x 2 versions x H100, H200
+    assert at.query_params.get("model") in ("llama-pretrain", ["llama-pretrain"])
+    # the review's verdicts, one block per model and hardware led by its headline: v2-breaks brought
+    # the .item() break at train_llama.py:155 and the lm_loss_warmup storm, on each GPU kind
     moved = _tables(at, "status", "metric", "evidence")
-    heads = [m.value for m in at.markdown if m.value.startswith("**hf")]
-    assert moved and len(heads) == len(moved) and all("hf\\_Bert on" in h or "hf_Bert on" in h for h in heads), heads
-    worse = moved[0]
-    assert (worse["metric"].str.startswith("Speedup") & (worse["status"] == "regression")).any()
-    assert worse["compare"].notna().any() and worse["run"].notna().any()
+    heads = [shown(m.value) for m in at.markdown if shown(m.value).startswith("**llama-pretrain on")]
+    assert moved and len(heads) == len(moved) == 2, heads
+    assert all("got worse" in h and "Tensor.item()" in h for h in heads), heads
+    for worse in moved:
+        assert {"New graph break", "Newly recompiling function", "New recompile-limit hit"} <= set(worse["metric"])
+        assert (worse["metric"].str.startswith("Iteration time") & (worse["status"] == "regression")).any()
+        assert worse["compare"].notna().any() and worse["run"].notna().any()
 
 
 def test_reset_filters_clears_the_selection(app_at, team_db):
-    at = app_at(team_db, query={"model": "resnet50", "from": "2026-11-01", "to": "2026-11-07"})
+    at = app_at(team_db, query={"model": "tinylm", "from": "2026-11-01", "to": "2026-11-07"})
     at.button(key="g_reset").click().run()
     _ok(at)
     assert at.multiselect(key="g_models").value == []
-    assert at.date_input(key="g_window_7").value == (date(2026, 11, 14), fixture_db.END)
+    assert at.date_input(key="g_window_7").value == (date(2026, 11, 19), date(2026, 11, 25))   # the store's last week
     assert "model" not in at.query_params
 
 
 def test_overview_opens_from_a_pasted_link(app_at, team_db):
-    at = app_at(team_db, query={"model": "resnet50", "from": "2026-11-01", "to": "2026-11-07"})
+    at = app_at(team_db, query={"model": "tinylm", "from": "2026-11-01", "to": "2026-11-07"})
     _ok(at)
-    assert at.multiselect(key="g_models").value == ["resnet50"]
-    assert at.date_input(key="g_window_7").value == (fixture_db.END.replace(day=1), fixture_db.END.replace(day=7))
+    assert at.multiselect(key="g_models").value == ["tinylm"]
+    assert at.date_input(key="g_window_7").value == (date(2026, 11, 1), date(2026, 11, 7))
     assert at.query_params.get("from") == "2026-11-01"
 
 
 def test_hotspots_new_this_week_toggle(app_at, team_db):
-    at = app_at(team_db, PAGES["hotspots"])
+    # the week ending 11-30: the toy-job breaks (first seen 11-22) are old, labelled-job's is new
+    at = app_at(team_db, PAGES["hotspots"], query={"from": "2026-11-24", "to": "2026-11-30"})
     before = at.dataframe(key="hs_table").value
-    assert len(before) > 1
+    assert set(before["location"]) == {"/tmp/team/graph_break_recompile.py:11", "/tmp/team/graph_break_recompile.py:12",
+                                       "/tmp/scratch-i18/labelled-job/train_x.py:55"}
     at.toggle(key="hs_new").set_value(True).run()
     _ok(at)
     after = at.dataframe(key="hs_table").value
-    assert list(after["what"]) == [fixture_db.NEW_BREAK["gb_type"]]
+    assert list(after["location"]) == ["/tmp/scratch-i18/labelled-job/train_x.py:55"]
     assert at.query_params.get("new") == "1"
 
 
 def test_hotspots_search_and_break_link(app_at, team_db):
-    key = fixture_db.break_key(fixture_db.BREAKS[1])
-    at = app_at(team_db, PAGES["hotspots"], query={"break": key})
+    key = "Failed to trace builtin operator @ graph_break_recompile.py:11"
+    at = app_at(team_db, PAGES["hotspots"], query={"break": key, "from": "2026-11-24", "to": "2026-11-30"})
     _ok(at)
     # The linked break's detail: its hint and the runs it occurred in.
     assert "Avoid calling builtin `print`" in _texts(at)
-    assert "first seen 2026-10-" in _texts(at) and "new this week" not in _texts(at)
+    assert "first seen 2026-11-22" in _texts(at) and "new this week" not in _texts(at)
     assert len(_table(at, "compile_ids")) > 0
-    at.text_input(key="hs_search").input("augment.py").run()
+    at = app_at(team_db, PAGES["hotspots"])
+    at.text_input(key="hs_search").input("TRAIN_LLAMA").run()
     _ok(at)
-    assert set(at.dataframe(key="hs_table").value["location"]) == {"/home/team/data/augment.py:17"}
+    assert set(at.dataframe(key="hs_table").value["location"]) == {"/tmp/team/train_llama.py:155"}
 
 
 def test_recompiles_only_storms_and_timeline(app_at, team_db):
@@ -154,37 +166,40 @@ def test_recompiles_only_storms_and_timeline(app_at, team_db):
     at.toggle(key="rc_only_storms").set_value(True).run()
     _ok(at)
     storms = at.dataframe(key="rc_table").value
-    assert storms["storm"].all() and "run-storm" in set(storms["run_id"])
+    assert storms["storm"].all() and {"llama-pretrain", "varying_batch"} <= set(storms["model"])
     assert "hit recompile_limit" in set(storms["why"].str.split(";").str[0])
-    # The fix hint for the storm's category is on the page.
+    # The fix hint for the storms' size guards is on the page.
     assert "mark_dynamic" in _texts(at)
 
 
 def test_trends_dimension_switch(app_at, team_db):
     at = app_at(team_db, PAGES["trends"])
-    assert set(_table(at, "geomean_speedup")["version"]) == {"2.5.1", "2.6.0"}
+    assert set(_table(at, "geomean_speedup")["version"]) == {
+        "2.11.0+cu130 · NVIDIA H200 ×1", "2.13.0+cpu · CPU ×1", "2.14.1+cu130 · CPU ×1"}
     at.segmented_control(key="tr_dim").set_value("label").run()
     _ok(at)
-    assert set(_table(at, "geomean_speedup")["version"]) == {"main", "pr-417"}
+    assert "reduce-overhead/train · NVIDIA H200 ×1" in set(_table(at, "geomean_speedup")["version"])
     assert at.query_params.get("by") == "label"
 
 
-def test_trends_version_table_flags_timm_vit_gain(app_at, team_db):
-    at = app_at(team_db, PAGES["trends"], query={"a": "2.5.1", "b": "2.6.0", "from": "2026-10-01", "to": "2026-11-20"})
+def test_trends_version_table_flags_item_branch_gain(app_at, team_db):
+    at = app_at(team_db, PAGES["trends"], query={"a": "2.13.0+cpu", "b": "2.14.1+cu130", "from": "2026-11-22",
+                                                 "to": "2026-11-22"})
     _ok(at)
     table = _table(at, "speedup_change_pct")
-    row = table[table["model"] == "timm_vit"].iloc[0]
-    assert row["speedup_change_pct"] > 5
+    row = table[table["model"] == "item_branch · CPU ×1"].iloc[0]
+    assert row["speedup_change_pct"] > 5                     # 0.38x -> 0.71x in the bench rows
 
 
-def test_run_detail_pick_run_shows_its_errors(app_at, team_db):
-    at = app_at(team_db, PAGES["run_detail"])
+def test_run_detail_pick_run_shows_its_errors(app_at, team_db, corrupted_run):
+    corrupted = corrupted_run
+    at = app_at(team_db, PAGES["run_detail"], query={"from": "2025-01-01", "to": "2026-11-25"})
     assert not _tables(at, "excerpt")
-    at.selectbox(key="rd_run").select("run-errors").run()
+    at.selectbox(key="rd_run").select(corrupted).run()
     _ok(at)
     errors = _table(at, "excerpt")
-    assert list(errors["kind"]) == ["json", "json", "payload_md5"]
-    assert at.query_params.get("run") == "run-errors"
+    assert list(errors["kind"]) == ["payload_md5"]
+    assert at.query_params.get("run") == corrupted
 
 
 def test_run_detail_shows_every_metric_of_a_compile(app_at, real_db):
@@ -201,17 +216,19 @@ def test_run_detail_shows_every_metric_of_a_compile(app_at, real_db):
 
 
 def test_compare_two_runs(app_at, team_db):
+    clean = _run_of(team_db, "llama-pretrain", "v1-clean", "NVIDIA H100%")
+    breaks = _run_of(team_db, "llama-pretrain", "v2-breaks", "NVIDIA H100%")
     at = app_at(team_db, PAGES["compare"])
     at.segmented_control(key="cmp_mode").set_value("Two runs").run()
     _ok(at)
-    at.selectbox(key="cmp_run_a").select("run-errors")
-    at.selectbox(key="cmp_run_b").select("run-storm").run()
+    at.selectbox(key="cmp_run_a").select(clean)
+    at.selectbox(key="cmp_run_b").select(breaks).run()
     _ok(at)
-    breaks = _table(at, "status", "per_run_a")
-    assert "new" in set(breaks["status"])            # the .item() break only exists in the recent run
+    breaks_table = _table(at, "status", "per_run_a")
+    assert "new" in set(breaks_table["status"])            # the .item() break only exists in v2-breaks
     rec = _table(at, "recompiles_a")
-    assert rec.loc[rec["function"] == "forward", "delta"].iloc[0] > 0
-    assert at.query_params.get("run_b") == "run-storm"
+    assert rec.loc[rec["function"] == "lm_loss_warmup", "delta"].iloc[0] == 8
+    assert at.query_params.get("run_b") == breaks
 
 
 def test_upload_ingests_a_real_trace_and_recognises_the_duplicate(app_at, tmp_path):

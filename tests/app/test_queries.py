@@ -1,5 +1,15 @@
-"""The page queries on the fixture team DB: what the weekly review must surface, and the
-contract every query keeps (a DataFrame, parameterised, no streamlit)."""
+"""The page queries on a team's store built from real logs (conftest.team_db): what the weekly
+review must surface, checked against what the logs contain, and the contract every query keeps (a
+DataFrame, parameterised, no streamlit).
+
+The facts used, all from the ingested logs:
+- llama-pretrain v2-breaks (sample_logs, H100 and H200, 2026-11-23): a new `Tensor.item()` break at
+  train_llama.py:155 and a recompile storm in `lm_loss_warmup` that hits torch's recompile_limit (8);
+- the bench runs of 2026-11-22 ran the problem models on torch 2.13.0+cpu and 2.14.1+cu130 (CPU);
+- tests/fixtures/trace/scripts/graph_break_recompile.py ran on 2026-11-22 and again on 2026-11-25
+  (model toy-job), so its breaks recur; labelled-job's `.item()` break first appears on 2026-11-24;
+- tlparse's corrupted trace holds one record whose payload fails its md5.
+"""
 from __future__ import annotations
 
 import ast
@@ -14,10 +24,13 @@ from compilewatch.app.queries import common, compare, hotspots, overview, recomp
 from compilewatch.app.queries import review as review_q
 from compilewatch.store import open_store
 
-import fixture_db
-
-WEEK = Filters(start=date(2026, 11, 14), end=fixture_db.END)
-ALL = Filters(start=date(2026, 10, 1), end=fixture_db.END)
+ALL = Filters(start=date(2025, 1, 1), end=date(2026, 11, 25))
+DAYS_23_24 = Filters(start=date(2026, 11, 23), end=date(2026, 11, 24))     # the day before: 21-22
+# A week ending 2026-11-30 counts as new what was first seen from 11-24 on: the toy-job breaks
+# (first seen 11-22, again 11-25) are old, labelled-job's `.item()` break (11-24) is new.
+LATE_WEEK = Filters(start=date(2026, 11, 24), end=date(2026, 11, 30))
+ITEM_BREAK = "Unsupported Tensor.item() call with capture_scalar_outputs=False @ train_llama.py:155"
+PRINT_BREAK = "Failed to trace builtin operator @ graph_break_recompile.py:11"
 MODULES = (common, compare, hotspots, overview, recompiles, run_detail, speedups, upload, review_q)
 HELPERS = {"geomean", "run_where", "runs_cte", "df", "mode", "new_since", "storm_run", "guard_hint", "per_hardware",
            "weekly"}
@@ -29,6 +42,15 @@ def con(team_db):
         yield c
 
 
+def _one(con, sql, *params):
+    return con.execute(sql, list(params)).fetchone()[0]
+
+
+def _runs(con, model, label, hardware_like="%"):
+    return [r[0] for r in con.execute("SELECT run_id FROM runs WHERE model = ? AND label = ? AND hardware LIKE ? "
+                                      "ORDER BY started_at", [model, label, hardware_like]).fetchall()]
+
+
 def _query_functions():
     for mod in MODULES:
         for name, fn in inspect.getmembers(mod, inspect.isfunction):
@@ -38,8 +60,11 @@ def _query_functions():
 
 @pytest.mark.parametrize("name,fn", list(_query_functions()))
 def test_every_query_returns_a_frame_for_any_filters(con, name, fn):
-    for f in (WEEK, ALL.replace(models=("hf_Bert",), run_id="run-storm", run_b="run-errors", version_a="2.5.1",
-                                version_b="2.6.0", break_key="x"), Filters(start=date(2020, 1, 1), end=date(2020, 1, 2))):
+    storm = _runs(con, "llama-pretrain", "v2-breaks")[0]
+    clean = _runs(con, "llama-pretrain", "v1-clean")[0]
+    for f in (DAYS_23_24, ALL.replace(models=("llama-pretrain",), run_id=storm, run_b=clean, version_a="2.13.0+cpu",
+                                      version_b="2.14.1+cu130", break_key="x"),
+              Filters(start=date(2020, 1, 1), end=date(2020, 1, 2))):
         out = fn(con, f)
         assert hasattr(out, "columns"), name
 
@@ -55,94 +80,128 @@ def test_queries_import_no_streamlit_and_use_placeholders():
 
 
 def test_kpis_compare_the_window_with_the_one_before(con):
-    k = overview.kpis(con, WEEK).set_index("metric")
-    assert k.at["runs", "current"] == 15 and k.at["runs", "previous"] == 14   # run-storm is extra
-    assert k.at["geomean_speedup", "current"] < k.at["geomean_speedup", "previous"]
-    assert k.at["recompiles", "change_pct"] > 0
-
-
-def test_movers_name_hf_bert_as_worse(con):
-    m = overview.movers(con, WEEK)
-    worse = m[m["verdict"] == "worse"]
-    row = worse[(worse["model"] == "hf_Bert") & (worse["metric"] == "speedup (geomean)")]
-    assert len(row) == 1 and row["change_pct"].iloc[0] < -10
+    k = overview.kpis(con, DAYS_23_24).set_index("metric")
+    days = "SELECT count(*) FROM runs WHERE started_at::date BETWEEN ? AND ?"
+    assert k.at["runs", "current"] == _one(con, days, date(2026, 11, 23), date(2026, 11, 24)) > 0
+    assert k.at["runs", "previous"] == _one(con, days, date(2026, 11, 21), date(2026, 11, 22)) > 0
+    recompiles_in = ("SELECT count(*) FROM recompiles JOIN runs USING (run_id) "
+                     "WHERE started_at::date BETWEEN ? AND ?")
+    assert k.at["recompiles", "current"] == _one(con, recompiles_in, date(2026, 11, 23), date(2026, 11, 24))
+    assert k.at["recompiles", "change_pct"] > 0         # the llama-pretrain storms came on the 23rd
+    # Speedups are not blended across hardware: with CPU and GPU runs in the windows there is none.
+    assert k.isna().at["geomean_speedup", "current"] and k.isna().at["geomean_speedup", "previous"]
+    # On the H200 alone: the bench runs (the only speedups) ran on the 22nd, so only the window before has one.
+    h200 = overview.kpis(con, DAYS_23_24.replace(hardware=("NVIDIA H200 ×1",))).set_index("metric")
+    assert h200.at["geomean_speedup", "previous"] > 1 and h200.isna().at["geomean_speedup", "current"]
 
 
 def test_new_break_is_flagged_and_old_ones_are_not(con):
-    h = hotspots.hotspots(con, WEEK).set_index("break_key")
-    assert h.at[fixture_db.break_key(fixture_db.NEW_BREAK), "new_this_week"]
-    assert not h.at[fixture_db.break_key(fixture_db.BREAKS[0]), "new_this_week"]
-    only_new = hotspots.hotspots(con, WEEK.replace(only_new=True))
-    assert list(only_new["break_key"]) == [fixture_db.break_key(fixture_db.NEW_BREAK)]
+    h = hotspots.hotspots(con, LATE_WEEK).set_index("break_key")
+    assert not h.at[PRINT_BREAK, "new_this_week"]                 # first seen 11-22, recurring 11-25
+    assert str(h.at[PRINT_BREAK, "first_seen_ever"]).startswith("2026-11-22")
+    new = [k for k in h.index if h.at[k, "new_this_week"]]
+    assert new == ["Unsupported Tensor.item() call with capture_scalar_outputs=False @ train_x.py:55"]
+    only_new = hotspots.hotspots(con, LATE_WEEK.replace(only_new=True))
+    assert list(only_new["break_key"]) == new
 
 
-def test_hotspots_filters_narrow(con):
-    everything = hotspots.hotspots(con, ALL)
-    resnet = hotspots.hotspots(con, ALL.replace(models=("resnet50",)))
-    assert resnet["occurrences"].sum() < everything["occurrences"].sum()
-    assert set(resnet["model_list"]) == {"resnet50"}
+def test_hotspots_count_what_the_logs_hold_and_filters_narrow(con):
+    everything = hotspots.hotspots(con, ALL.replace(limit=100)).set_index("break_key")
+    raw = dict(con.execute("SELECT break_key, count(*) FROM graph_breaks GROUP BY 1").fetchall())
+    assert everything["occurrences"].to_dict() == raw
+    # twice in each of the six v2-breaks runs (three on the H100, three on the H200)
+    assert (everything.at[ITEM_BREAK, "occurrences"], everything.at[ITEM_BREAK, "runs"]) == (12, 6)
+    llama = hotspots.hotspots(con, ALL.replace(models=("llama-pretrain",)))
+    assert list(llama["break_key"]) == [ITEM_BREAK] and set(llama["model_list"]) == {"llama-pretrain"}
     assert hotspots.hotspots(con, ALL.replace(limit=2)).shape[0] == 2
-    found = hotspots.hotspots(con, ALL.replace(search="AUGMENT.py"))
-    assert list(found["user_file"]) == ["/home/team/data/augment.py"]
+    found = hotspots.hotspots(con, ALL.replace(search="TRAIN_LLAMA.py"))
+    assert list(found["user_file"]) == ["/tmp/team/train_llama.py"] and list(found["user_line"]) == [155]
 
 
 def test_storm_is_flagged_with_its_reasons(con):
-    s = recompiles.storms(con, WEEK)
+    s = recompiles.storms(con, ALL)
     top = s.iloc[0]
-    assert (top["run_id"], top["function"], top["storm"]) == ("run-storm", "forward", True)
-    assert top["limit_hits"] == 1 and top["recompiles"] == 12 and top["top_category"] == "size_mismatch"
-    assert "hit recompile_limit" in top["why"] and "12 recompiles" in top["why"] and "within a minute" in top["why"]
+    assert (top["model"], top["function"], top["storm"]) == ("llama-pretrain", "lm_loss_warmup", True)
+    assert top["run_id"] in _runs(con, "llama-pretrain", "v2-breaks")
+    # torch's recompile_limit is 8: eight recompiles, then the limit hit
+    assert top["recompiles"] == 8 == _one(con, "SELECT count(*) FROM recompiles WHERE run_id = ? AND function = ?",
+                                          top["run_id"], "lm_loss_warmup")
+    assert top["limit_hits"] == 1 and top["limit_name"] == "recompile_limit"
+    assert "hit recompile_limit" in top["why"] and "8 recompiles" in top["why"]
+    # A function that recompiled twice and hit no limit is listed, and is no storm.
+    calm = s[(s["model"] == "labelled-job") & (s["function"] == "forward")]
+    assert len(calm) and not calm["storm"].any()
 
 
 def test_timeline_defaults_to_the_stormiest_run(con):
-    t = recompiles.timeline(con, WEEK)
-    assert set(t["run_id"]) == {"run-storm"}
-    assert list(t["cumulative"]) == list(range(1, 13))
-    assert t["t_s"].iloc[-1] == pytest.approx(44.0)
+    t = recompiles.timeline(con, ALL)
+    assert t["run_id"].nunique() == 1
+    per_run = dict(con.execute("SELECT run_id, count(*) FROM recompiles GROUP BY 1").fetchall())
+    assert per_run[t["run_id"].iloc[0]] == max(per_run.values()) == len(t)
+    for function, rows in t.groupby("function"):
+        assert list(rows["cumulative"]) == list(range(1, len(rows) + 1)), function
+    assert t.groupby("function").size().to_dict()["lm_loss_warmup"] == 8
+    assert list(t["t_s"]) == sorted(t["t_s"])
 
 
 def test_guard_categories_carry_a_fix_hint(con):
     g = recompiles.guard_categories(con, ALL).set_index("category")
-    assert "mark_dynamic" in g.at["size_mismatch", "hint"]
-    assert "torch.no_grad" in g.at["requires_grad", "hint"]
+    assert "mark_dynamic" in g.at["size_mismatch", "hint"]       # varying_batch / varying_seqlen / llama
+    assert "constant" in g.at["constant", "hint"].lower()        # recompile_limit.py's string constants
     assert g["failures"].is_monotonic_decreasing
+    raw = _one(con, "SELECT count(*) FROM guard_failures")
+    assert g["failures"].sum() == raw
 
 
 def test_version_table_geomean_row_and_sign(con):
-    t = speedups.version_table(con, ALL.replace(version_a="2.5.1", version_b="2.6.0")).set_index("model")
-    assert t.at["timm_vit", "speedup_change_pct"] > 5
-    assert t.at["hf_Bert", "speedup_change_pct"] < -5
+    t = speedups.version_table(con, ALL.replace(version_a="2.13.0+cpu", version_b="2.14.1+cu130")).set_index("model")
+    # item_branch's compiled step got faster on 2.14.1 (speedup 0.38x -> 0.71x), changing_constant's slower
+    assert t.at["item_branch · CPU ×1", "speedup_change_pct"] > 5
+    assert t.at["changing_constant · CPU ×1", "speedup_change_pct"] < -5
     assert "geomean (all models)" in t.index
+    assert {m.split(" · ")[0] for m in t.index if "·" in m} == {
+        "changing_constant", "dynamic_shapes", "item_branch", "mlp", "print_forward", "varying_batch"}
 
 
 def test_by_version_orders_oldest_first(con):
-    assert list(speedups.by_version(con, ALL)["version"]) == ["2.5.1", "2.6.0"]
-    assert set(speedups.by_version(con, ALL.replace(dimension="label"))["version"]) == {"main", "pr-417"}
+    versions = list(speedups.by_version(con, ALL)["version"])
+    assert versions == ["2.11.0+cu130 · NVIDIA H200 ×1", "2.13.0+cpu · CPU ×1", "2.14.1+cu130 · CPU ×1"]
+    labels = set(speedups.by_version(con, ALL.replace(dimension="label"))["version"])
+    assert {"default/train · NVIDIA H200 ×1", "default/infer · CPU ×1"} <= labels
 
 
 def test_compare_runs_new_and_fixed(con):
-    f = ALL.replace(run_id="run-errors", run_b="run-storm")
+    clean = _runs(con, "llama-pretrain", "v1-clean", "NVIDIA H100%")[0]
+    breaks = _runs(con, "llama-pretrain", "v2-breaks", "NVIDIA H100%")[0]
+    f = ALL.replace(run_id=clean, run_b=breaks)
     d = compare.break_diff(con, f).set_index("break_key")
-    assert d.at[fixture_db.break_key(fixture_db.NEW_BREAK), "status"] == "new"
+    assert d.at[ITEM_BREAK, "status"] == "new"
     s = compare.summary(con, f).set_index("side")
     assert s.at["B", "limit_hits"] == 1 and s.at["A", "limit_hits"] == 0
+    back = compare.break_diff(con, ALL.replace(run_id=breaks, run_b=clean)).set_index("break_key")
+    assert back.at[ITEM_BREAK, "status"] != "new"
 
 
 def test_compare_versions_uses_per_run_rates(con):
-    f = ALL.replace(version_a="2.5.1", version_b="2.6.0")
+    f = ALL.replace(version_a="2.13.0+cpu", version_b="2.14.1+cu130")
     s = compare.summary(con, f).set_index("side")
     assert s.at["A", "runs"] > 0 and s.at["B", "runs"] > 0
     sp = compare.speedup_diff(con, f).set_index("model")
-    assert sp.at["hf_Bert", "speedup_change_pct"] < 0
+    assert sp.filter(like="item_branch", axis=0)["speedup_change_pct"].iloc[0] > 0
 
 
 def test_run_detail_pieces(con):
-    f = Filters(run_id="run-storm")
+    storm = _runs(con, "llama-pretrain", "v2-breaks")[0]
+    f = Filters(run_id=storm)
     m = run_detail.manifest(con, f).iloc[0]
-    assert (m["recompiles"], m["limit_hits"], m["compiles"]) == (12, 1, 3)
+    assert (m["recompiles"], m["limit_hits"]) == (10, 1)   # 8 in lm_loss_warmup, forward and its resume once each
+    assert m["compiles"] == _one(con, "SELECT count(*) FROM compiles WHERE run_id = ?", storm)
     steps = run_detail.step_summary(con, f)
-    steady = steps[(steps["mode"] == "compiled") & (steps["phase"] == "steady")]
-    warm = steps[(steps["mode"] == "compiled") & (steps["phase"] == "compile")]
-    assert warm["median_ms"].iloc[0] > 10 * steady["median_ms"].iloc[0]
-    assert list(run_detail.phases(con, f)["start_ms"]) == sorted(run_detail.phases(con, f)["start_ms"])
-    assert run_detail.errors(con, Filters(run_id="run-errors"))["kind"].tolist() == ["json", "json", "payload_md5"]
+    fwd = steps[(steps["mode"] == "compiled") & (steps["callable"] == "Llama.forward")].set_index("phase")
+    assert fwd.at["compile", "median_ms"] > 10 * fwd.at["steady", "median_ms"]
+    phases = run_detail.phases(con, f)
+    assert len(phases) and list(phases["start_ms"]) == sorted(phases["start_ms"])
+
+
+def test_run_detail_errors_of_a_corrupted_trace(con, corrupted_run):
+    assert run_detail.errors(con, Filters(run_id=corrupted_run))["kind"].tolist() == ["payload_md5"]

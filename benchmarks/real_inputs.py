@@ -75,15 +75,18 @@ def build(sources: list[bytes], target_mb: float, dest: Path) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace-mb", type=float, default=111)
-    ap.add_argument("--text-mb", type=float, default=105)
+    ap.add_argument("--trace-mb", type=float, default=111, help="0: no trace")
+    ap.add_argument("--text-mb", type=float, default=105, help="0: no text log")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    tr, tx = trace_sources(), text_sources()
-    n = build(tr, args.trace_mb, args.out / "trace.log")
-    print(f"{args.out / 'trace.log'}: {n / 1e6:.1f} MB from {len(tr)} real traces")
-    n = build(tx, args.text_mb, args.out / "torch_logs.txt")
-    print(f"{args.out / 'torch_logs.txt'}: {n / 1e6:.1f} MB from {len(tx)} real text logs")
+    if args.trace_mb:
+        tr = trace_sources()
+        n = build(tr, args.trace_mb, args.out / "trace.log")
+        print(f"{args.out / 'trace.log'}: {n / 1e6:.1f} MB from {len(tr)} real traces")
+    if args.text_mb:
+        tx = text_sources()
+        n = build(tx, args.text_mb, args.out / "torch_logs.txt")
+        print(f"{args.out / 'torch_logs.txt'}: {n / 1e6:.1f} MB from {len(tx)} real text logs")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ def table_columns(con, table: str) -> list[tuple[str, str]]:
     return _columns_cache[table]
 
 
+_WRITE_BUFFER = 256 << 10   # per table being staged: a dozen of them at most
 _PY_TYPES = {"INTEGER": int, "BIGINT": int, "DOUBLE": float, "BOOLEAN": bool}
 
 
@@ -77,7 +78,8 @@ class StagingSink:
             cur[0].close()
         names = self.batches.setdefault(table, [])
         names.append(f"{table}.{len(names)}.ndjson")
-        cur = self._open[table] = [open(self.dir / names[-1], "wb"), 0]
+        # one row is one write: a large buffer makes that a memcpy, not a system call every few rows
+        cur = self._open[table] = [open(self.dir / names[-1], "wb", buffering=_WRITE_BUFFER), 0]
         return cur
 
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:

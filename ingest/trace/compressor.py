@@ -14,7 +14,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
 INLINE_BYTES = 16 << 10      # below this a payload is compressed in the parser's thread
-MAX_PENDING_BYTES = 32 << 20  # payload bytes waiting to be compressed before the parser waits
+MAX_PENDING_BYTES = 8 << 20   # payload bytes waiting to be compressed before the parser waits
 
 
 def compress(data: bytes) -> str:

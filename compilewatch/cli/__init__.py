@@ -114,9 +114,10 @@ def _table(rows: list[list], headers: list[str]) -> str:
          arg("--workers", type=int, metavar="N",
              help="parse processes for many files (default: one per core; 1 parses in this process)"))
 def cmd_ingest(args) -> int:
+    from compilewatch.core.errors import InputError
     from compilewatch.ingest.loader import ingest_paths
-    from compilewatch.store import open_store
     from compilewatch.ingest.workers import default_workers
+    from compilewatch.store import open_store
     from compilewatch.store.lean import pandas_kept_out
 
     require_paths(args.paths)

@@ -114,3 +114,12 @@ def test_workers_keep_the_duplicate_rules(tmp_path):
     assert [s for _, s, _, _ in reports[1][0]].count("duplicate") == 1
     assert all(s == "duplicate" for _, s, _, _ in reports[1][1])
     assert reports[2] == reports[1]
+
+
+def test_cli_refuses_fewer_than_one_worker(tmp_path):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "compilewatch", "ingest", str(TEXT), "--workers", "0",
+                        "--db", str(tmp_path / "s" / "cw.duckdb")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "--workers must be 1 or more" in r.stderr
+    assert not (tmp_path / "s").exists()

@@ -211,11 +211,15 @@ def commit_staged(store, st: Staged, *, model=None, label=None, torch_version=No
             result.status, result.message = FAILED, st.unreadable
             return result
         why = refusal(unit, kind, sniffed, parsed)
-        existing = st.existing if st.looked_up else _existing(store, st)
+        # A file parsed in a worker was not looked up yet. When it would be stored, the store's
+        # claim (store_file) finds the same content in the transaction that would write it, one
+        # connection fewer per file; otherwise (refused, or --strict with bad lines) the lookup
+        # decides first, as in one process.
+        claim_decides = not st.looked_up and why is None and not (strict and parsed.errors)
+        existing = st.existing if st.looked_up else None if claim_decides else _existing(store, st)
         # (a parse stopped early because the content is stored already saw only part of the file)
         if existing and (why is None or st.stopped):
-            return FileResult(unit.name, kind, DUPLICATE, run_id=existing, message=DUPLICATE_NOTE,
-                              sha256=st.sha, size_bytes=st.size)
+            return _duplicate(st, existing)
         result = judge(unit, kind, sniffed, parsed, why)
         if why is not None:   # nothing of it is stored: no files row, no run, no raw copy; a retry is refused again
             return result
@@ -233,6 +237,8 @@ def commit_staged(store, st: Staged, *, model=None, label=None, torch_version=No
                          started_at=sniffed.started_at if sniffed else None, path=unit.path, source=source,
                          uploaded_by=uploaded_by)
         existing = store_file(store, st.sink, row, run)
+        if existing and claim_decides:
+            return _duplicate(st, existing)
         if existing:  # another process stored it since we looked
             result.status, result.run_id, result.message, result.records = DUPLICATE, existing, DUPLICATE_NOTE, {}
     except (StoreError, duckdb.Error) as e:
@@ -240,6 +246,11 @@ def commit_staged(store, st: Staged, *, model=None, label=None, torch_version=No
     finally:
         st.discard()
     return result
+
+
+def _duplicate(st: Staged, existing: str) -> FileResult:
+    return FileResult(st.unit.name, st.kind, DUPLICATE, run_id=existing, message=DUPLICATE_NOTE, sha256=st.sha,
+                      size_bytes=st.size)
 
 
 def _existing(store, st: Staged) -> str | None:

@@ -8,7 +8,9 @@
 6. ``report``              a FileResult per file
 
 A file already stored (same sha256) is a duplicate: its parse is stopped early and nothing is
-added. The writer lock is taken per file so the dashboard can read in between.
+added. The writer lock is taken per file so the dashboard can read in between. With several files
+and `workers` > 1, steps 2-3 run in parse processes (ingest/workers.py) and this process does the
+rest, the one writer, file by file in the same order.
 """
 from __future__ import annotations
 
@@ -84,7 +86,7 @@ class _RawCopy(threading.Thread):
     """Hashes the file and copies it into the store's tmp/ beside the parser (hashlib and file I/O
     release the GIL, so on two cores this hides most of their cost), then, when given a store,
     looks for the same content in it and, when it is there, stops the parse early. A parse worker
-    has no store: the writer looks the content up instead (``_existing``)."""
+    has no store: the writer looks the content up instead (see commit_staged)."""
 
     def __init__(self, store, tmp_dir: Path, unit: Unit, run_id: str | None, stop: Stop):
         super().__init__(name="cw-hash", daemon=True)

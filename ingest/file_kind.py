@@ -131,6 +131,11 @@ def open_binary(path: Path):
     return f
 
 
+def gunzip(f):
+    """The gunzipped content of the binary file object `f`, read forgivingly as open_binary does."""
+    return _ForgivingGunzip(f)
+
+
 def damage(stream) -> str | None:
     """Why a stream from open_binary ended early, or None."""
     raw = getattr(stream, "raw", None)

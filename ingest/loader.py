@@ -8,13 +8,16 @@
 6. ``report``              a FileResult per file
 
 A file already stored (same sha256) is a duplicate: its parse is stopped early and nothing is
-added. The writer lock is taken per file so the dashboard can read in between.
+added. The writer lock is taken per file so the dashboard can read in between. With several files
+and `workers` > 1, steps 2-3 run in parse processes (ingest/workers.py) and this process does the
+rest, the one writer, file by file in the same order.
 """
 from __future__ import annotations
 
 import shutil
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -36,29 +39,37 @@ DUPLICATE_NOTE = "already stored (same sha256)"
 
 def ingest_paths(store, paths, *, model: str | None = None, label: str | None = None,
                  torch_version: str | None = None, strict: bool = False, progress: Progress | None = None,
-                 run_id: str | None = None, source: str = "cli", uploaded_by: str | None = None) -> IngestReport:
+                 run_id: str | None = None, source: str = "cli", uploaded_by: str | None = None,
+                 workers: int = 1) -> IngestReport:
     """Ingest files, folders, bundles and archives. Never raises for bad input: each file's outcome
     is a FileResult. `run_id` groups loose files into one run (e.g. the ranks of one torchrun job);
-    `uploaded_by` records the signed-in dashboard user on the runs it creates."""
+    `uploaded_by` records the signed-in dashboard user on the runs it creates. With `workers` > 1
+    and several files, files are parsed in that many worker processes and written by this one
+    (ingest/workers.py), with the same results."""
     report = IngestReport()
     tmp_root = Path(tempfile.mkdtemp(prefix="ingest-", dir=store.tmp_dir))
     try:
         units, failures = expand(paths, tmp_root)
         report.files.extend(failures)
         sizes = [_size(u.path) for u in units]
-        total, done = sum(sizes), 0
-        for unit, size in zip(units, sizes):
-            def on_bytes(b, _done=done, _name=unit.name, _size=size):
-                progress(_done + min(b, _size), total, _name)
-            if progress:
-                progress(done, total, unit.name)
-            options = dict(model=model, label=label, torch_version=torch_version, run_id=run_id, source=source,
-                           uploaded_by=uploaded_by)
-            report.files.append(ingest_unit(store, unit, strict=strict, on_bytes=on_bytes if progress else None,
-                                            **options))
-            done += size
+        options = dict(model=model, label=label, torch_version=torch_version, strict=strict, source=source,
+                       uploaded_by=uploaded_by)
+        if workers > 1 and len(units) > 1:
+            from compilewatch.ingest.workers import ingest_in_workers
+            report.files.extend(ingest_in_workers(store, units, sizes, tmp_root, min(workers, len(units)),
+                                                  run_id=run_id, options=options, progress=progress))
+        else:
+            total, done = sum(sizes), 0
+            for unit, size in zip(units, sizes):
+                def on_bytes(b, _done=done, _name=unit.name, _size=size):
+                    progress(_done + min(b, _size), total, _name)
+                if progress:
+                    progress(done, total, unit.name)
+                report.files.append(ingest_unit(store, unit, on_bytes=on_bytes if progress else None,
+                                                run_id=run_id, **options))
+                done += size
         if progress:
-            progress(total, total, "")
+            progress(sum(sizes), sum(sizes), "")
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
     return report
@@ -73,32 +84,83 @@ def _size(path: Path) -> int:
 
 class _RawCopy(threading.Thread):
     """Hashes the file and copies it into the store's tmp/ beside the parser (hashlib and file I/O
-    release the GIL, so on two cores this hides most of their cost), then looks for the same content
-    in the store and, when it is there, stops the parse early."""
+    release the GIL, so on two cores this hides most of their cost), then, when given a store,
+    looks for the same content in it and, when it is there, stops the parse early. A parse worker
+    has no store: the writer looks the content up instead (see commit_staged)."""
 
-    def __init__(self, store, unit: Unit, run_id: str | None, stop: Stop):
+    def __init__(self, store, tmp_dir: Path, unit: Unit, run_id: str | None, stop: Stop):
         super().__init__(name="cw-hash", daemon=True)
-        self.store, self.unit, self.forced_run_id, self.stop = store, unit, run_id, stop
+        self.store, self.tmp_dir, self.unit, self.forced_run_id, self.stop = store, tmp_dir, unit, run_id, stop
         self.sha = self.staged = self.run_id = self.existing = None
         self.size = 0
         self.error: Exception | None = None
 
     def run(self) -> None:
         try:
-            self.sha, self.staged, self.size = stage_raw(self.store.tmp_dir, self.unit.path)
+            self.sha, self.staged, self.size = stage_raw(self.tmp_dir, self.unit.path)
             m = self.unit.manifest
             self.run_id = m.run_id if m else (self.forced_run_id or f"loose-{self.sha[:16]}")
-            with self.store.read() as con:
-                self.existing = stored_run(con, self.sha, self.run_id, m is not None)
-            if self.existing:
-                self.stop()
+            if self.store is not None:
+                with self.store.read() as con:
+                    self.existing = stored_run(con, self.sha, self.run_id, m is not None)
+                if self.existing:
+                    self.stop()
         except Exception as e:  # reported by the caller's thread
             self.error = e
             self.stop()
 
+
+@dataclass
+class Staged:
+    """One file parsed into a StagingSink and copied into the store's tmp/, not yet judged against
+    the store: what parse_and_stage gives the writer (in this process, or from a parse worker).
+    Plain data, so it crosses a process boundary."""
+    unit: Unit
+    kind: str
+    sniffed: detect.Sniffed | None
+    sink: StagingSink
+    parsed: Parsed | None = None
+    sha: str | None = None
+    staged: Path | None = None          # the raw copy in tmp/, published into raw/ when stored
+    size: int = 0
+    run_id: str | None = None
+    looked_up: bool = False             # `existing` is known (the parse stopped early when found)
+    existing: str | None = None         # the run that holds this content already
+    stopped: bool = False               # the parse was stopped early
+    unreadable: str | None = None       # the raw copy could not read the file: why
+
     def discard(self) -> None:
         if self.staged is not None:
             self.staged.unlink(missing_ok=True)
+        self.sink.cleanup()
+
+
+def parse_and_stage(unit: Unit, kind: str, sniffed: detect.Sniffed | None, tmp_dir: Path, *, store=None,
+                    run_id: str | None = None, on_bytes=None) -> Staged:
+    """Parse `unit` into a StagingSink under tmp_dir while another thread hashes and copies it
+    there. With `store`, the content is looked up in it as soon as it is hashed and the parse
+    stops early when it is stored already; without (a parse worker) the writer looks it up."""
+    st = Staged(unit, kind, sniffed, StagingSink(tmp_dir))
+    stop = Stop()
+    raw = _RawCopy(store, tmp_dir, unit, run_id, stop)
+    raw.start()
+    try:
+        st.parsed = parse_into(st.sink, unit, kind, sniffed, on_bytes, stop)
+        raw.join()
+    except BaseException:
+        stop()  # a parse interrupted by an exception must not leave the copy waiting
+        raw.join()
+        st.staged = raw.staged
+        st.discard()
+        raise
+    st.sha, st.staged, st.size, st.run_id = raw.sha, raw.staged, raw.size, raw.run_id
+    st.looked_up, st.existing, st.stopped = store is not None, raw.existing, stop.requested
+    if raw.error is not None:
+        if not isinstance(raw.error, OSError):
+            st.discard()
+            raise raw.error
+        st.unreadable = unreadable(raw.error)
+    return st
 
 
 def judge(unit: Unit, kind: str, sniffed: detect.Sniffed | None, parsed: Parsed, why: str | None) -> FileResult:
@@ -131,50 +193,74 @@ def ingest_unit(store, unit: Unit, *, sink=None, model=None, label=None, torch_v
     if store is None:
         parsed = parse_into(sink, unit, kind, sniffed, on_bytes)
         return judge(unit, kind, sniffed, parsed, refusal(unit, kind, sniffed, parsed))
-    sink = StagingSink(store.tmp_dir)
-    stop = Stop()
-    raw = _RawCopy(store, unit, run_id, stop)
-    raw.start()
+    try:
+        st = parse_and_stage(unit, kind, sniffed, store.tmp_dir, store=store, run_id=run_id, on_bytes=on_bytes)
+    except (StoreError, duckdb.Error) as e:
+        return FileResult(unit.name, kind, FAILED, message=_store_failure(e))
+    return commit_staged(store, st, model=model, label=label, torch_version=torch_version, strict=strict,
+                         source=source, uploaded_by=uploaded_by)
+
+
+def commit_staged(store, st: Staged, *, model=None, label=None, torch_version=None, strict=False, source="cli",
+                  uploaded_by=None) -> FileResult:
+    """The writer's half of a file's ingest: the duplicate check, the judgement and the one
+    transaction. The same rules, in the same order, whether the file was parsed here or in a
+    worker process; the staged rows and raw copy are removed once it returns."""
+    unit, kind, sniffed, parsed = st.unit, st.kind, st.sniffed, st.parsed
     result = FileResult(unit.name, kind, STORED)
     try:
-        parsed = parse_into(sink, unit, kind, sniffed, on_bytes, stop)
-        raw.join()
-        if raw.error is not None:
-            if isinstance(raw.error, OSError):
-                result.status, result.message = FAILED, unreadable(raw.error)
-                return result
-            raise raw.error
+        if st.unreadable is not None:
+            result.status, result.message = FAILED, st.unreadable
+            return result
         why = refusal(unit, kind, sniffed, parsed)
+        # A file parsed in a worker was not looked up yet. When it would be stored, the store's
+        # claim (store_file) finds the same content in the transaction that would write it, one
+        # connection fewer per file; otherwise (refused, or --strict with bad lines) the lookup
+        # decides first, as in one process.
+        claim_decides = not st.looked_up and why is None and not (strict and parsed.errors)
+        existing = st.existing if st.looked_up else None if claim_decides else _existing(store, st)
         # (a parse stopped early because the content is stored already saw only part of the file)
-        if raw.existing and (why is None or stop.requested):
-            return FileResult(unit.name, kind, DUPLICATE, run_id=raw.existing, message=DUPLICATE_NOTE,
-                              sha256=raw.sha, size_bytes=raw.size)
+        if existing and (why is None or st.stopped):
+            return _duplicate(st, existing)
         result = judge(unit, kind, sniffed, parsed, why)
         if why is not None:   # nothing of it is stored: no files row, no run, no raw copy; a retry is refused again
             return result
-        result.run_id, result.sha256, result.size_bytes = raw.run_id, raw.sha, raw.size
+        result.run_id, result.sha256, result.size_bytes = st.run_id, st.sha, st.size
         if strict and parsed.errors:
             result.status, result.records = FAILED, {}
             result.message = f"--strict: {parsed.errors} line(s) could not be parsed; nothing stored"
             return result
-        row = FileRow(run_id=raw.run_id, sha256=raw.sha, size_bytes=raw.size, kind=kind, original_name=unit.name,
-                      stored_path=publish_raw(store.folder, raw.sha, raw.staged),
+        row = FileRow(run_id=st.run_id, sha256=st.sha, size_bytes=st.size, kind=kind, original_name=unit.name,
+                      stored_path=publish_raw(store.folder, st.sha, st.staged),
                       status="ok" if result.status == STORED else result.status,
                       records=result.total_records, errors=result.errors, bundled=unit.manifest is not None)
         run = run_fields(unit.manifest, model=model, label=label,
-                         torch_version=torch_version or sink.metadata.get("torch_version"),
+                         torch_version=torch_version or st.sink.metadata.get("torch_version"),
                          started_at=sniffed.started_at if sniffed else None, path=unit.path, source=source,
                          uploaded_by=uploaded_by)
-        existing = store_file(store, sink, row, run)
+        existing = store_file(store, st.sink, row, run)
+        if existing and claim_decides:
+            return _duplicate(st, existing)
         if existing:  # another process stored it since we looked
             result.status, result.run_id, result.message, result.records = DUPLICATE, existing, DUPLICATE_NOTE, {}
-    except StoreError as e:
-        result.status, result.message, result.records = FAILED, str(e), {}
-    except duckdb.Error as e:
-        result.status, result.message, result.records = FAILED, f"database error: {e}", {}
+    except (StoreError, duckdb.Error) as e:
+        result.status, result.message, result.records = FAILED, _store_failure(e), {}
     finally:
-        stop()  # a parse interrupted by an exception must not leave the copy waiting
-        raw.join()
-        raw.discard()
-        sink.cleanup()
+        st.discard()
     return result
+
+
+def _duplicate(st: Staged, existing: str) -> FileResult:
+    return FileResult(st.unit.name, st.kind, DUPLICATE, run_id=existing, message=DUPLICATE_NOTE, sha256=st.sha,
+                      size_bytes=st.size)
+
+
+def _existing(store, st: Staged) -> str | None:
+    if st.sha is None:
+        return None
+    with store.read() as con:
+        return stored_run(con, st.sha, st.run_id, st.unit.manifest is not None)
+
+
+def _store_failure(e: Exception) -> str:
+    return str(e) if isinstance(e, StoreError) else f"database error: {e}"

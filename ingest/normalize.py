@@ -326,8 +326,11 @@ _SYMBOL = re.compile(r"\b[suc]\d+\b")
 _WS = re.compile(r"\s+")
 
 
+_PATH_SEP = re.compile(r"[\\/]")
+
+
 def _basename(path: str) -> str:
-    return re.split(r"[\\/]", path)[-1]
+    return _PATH_SEP.split(path)[-1]
 
 
 def normalize_reason(text: str | None) -> str:

@@ -8,6 +8,7 @@ bug in a parser, and raises ``UnknownTableError`` here rather than being set asi
 from __future__ import annotations
 
 import importlib
+import io
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -15,7 +16,6 @@ from compilewatch.ingest import file_kind as detect
 from compilewatch.ingest.records import EVENT_TABLES
 from compilewatch.ingest.units import Unit
 
-LINE_KINDS = (detect.TORCH_TRACE, detect.TORCH_LOGS)
 NOT_A_LOG = "not a log: no torch.compile log record, trace record, benchmark row or timing in it"
 
 
@@ -71,38 +71,40 @@ class Stop:
         self.requested = True
 
 
-class FeedStream:
-    """The lines of `inner`, reporting how far into the (maybe compressed) file `raw` we are, and
-    ending early once `stop` is requested."""
+class _Watched(io.RawIOBase):
+    """The file's bytes as read from disk, reporting how far in we are and reading as ended once
+    `stop` is requested. Checked once per block read (1 MiB), below the buffered reader, so the
+    readers iterate lines in C: a Python step per line cost more than the envelope decoding."""
 
-    def __init__(self, inner, raw, on_bytes: Callable[[int], None] | None, stop: Stop | None):
-        self.inner, self.raw, self.on_bytes, self.stop = inner, raw, on_bytes, stop
+    def __init__(self, f, on_bytes: Callable[[int], None] | None, stop: Stop | None):
+        self.f, self.on_bytes, self.stop = f, on_bytes, stop
 
-    def __iter__(self):
-        if self.on_bytes is None and self.stop is None:
-            yield from self.inner
-            return
-        n = 0
-        for line in self.inner:
-            yield line
-            n += 1
-            if n & 0x3FFF == 0:
-                if self.on_bytes is not None:
-                    self.on_bytes(self.raw.tell())
-                if self.stop is not None and self.stop.requested:
-                    return
+    def readable(self) -> bool:
+        return True
 
-    def read(self, *a):
-        # the text reader pulls 1 MiB blocks through read(): report progress per block
+    def readinto(self, buf) -> int:
         if self.stop is not None and self.stop.requested:
-            return b""
-        data = self.inner.read(*a)
+            return 0
+        n = self.f.readinto(buf)
         if self.on_bytes is not None:
-            self.on_bytes(self.raw.tell())
-        return data
+            self.on_bytes(self.f.tell())
+        return n
 
-    def readline(self, *a):
-        return self.inner.readline(*a)
+    def close(self) -> None:
+        self.f.close()
+        super().close()
+
+
+def open_watched(path, gzipped: bool, on_bytes: Callable[[int], None] | None = None, stop: Stop | None = None):
+    """The file's content as a buffered binary stream (gunzipped when it is gzip), with progress
+    reported in bytes of the file on disk and an early end once `stop` is requested."""
+    watched = _Watched(open(path, "rb", buffering=0), on_bytes, stop)
+    if gzipped:
+        return io.BufferedReader(detect.gunzip(io.BufferedReader(watched, _BLOCK)), _BLOCK)
+    return io.BufferedReader(watched, _BLOCK)
+
+
+_BLOCK = 1 << 20
 
 
 class _Tally:
@@ -157,21 +159,16 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
     parse = reader_for(kind)
     if parse is None:
         return tally.parsed
-    with open(unit.path, "rb") as raw:
-        inner = detect.open_binary(unit.path) if sniffed and sniffed.gzipped else raw
-        stream = FeedStream(inner, raw, on_bytes, stop) if kind in LINE_KINDS else inner
+    with open_watched(unit.path, bool(sniffed and sniffed.gzipped), on_bytes, stop) as stream:
         try:
             parse(stream, tally)
-            why = detect.damage(inner)
+            why = detect.damage(stream)
             if why:  # a gzip cut short or damaged: what decoded before it is kept
                 tally.error(0, "truncated", why, "")
         except (EOFError, OSError) as e:
             tally.error(0, "truncated", f"the file could not be read to its end: {e}", "")
         except Exception as e:  # a parser bug must not lose the rest of the file
             tally.error(0, "internal", f"parser failed: {type(e).__name__}: {e}", "")
-        finally:
-            if inner is not raw:
-                inner.close()
     return tally.checked(kind)
 
 
@@ -197,15 +194,11 @@ def _text_only(tally: _Tally, unit: Unit, sniffed: detect.Sniffed | None) -> Non
     """A bundle's TORCH_LOGS text beside its TORCH_TRACE: only the facts the trace lacks (CUDA-graph
     skips), so no graph break or recompile is counted twice."""
     from compilewatch.ingest.text import parse_text
-    with open(unit.path, "rb") as raw:
-        inner = detect.open_binary(unit.path) if sniffed and sniffed.gzipped else raw
+    with open_watched(unit.path, bool(sniffed and sniffed.gzipped)) as stream:
         try:
-            parse_text(FeedStream(inner, raw, None, None), _RowsOnly(tally), text_only=True)
+            parse_text(stream, _RowsOnly(tally), text_only=True)
         except (EOFError, OSError):
             pass   # the same damage is the trace's file's to report when it has it; the text is extra
-        finally:
-            if inner is not raw:
-                inner.close()
 
 
 def refusal(unit: Unit, kind: str, sniffed: detect.Sniffed | None, parsed: Parsed) -> str | None:

@@ -1,5 +1,5 @@
-"""Parsed rows on their way into DuckDB: staged as newline-delimited JSON, one file per table,
-then loaded with one INSERT per table inside the store step's transaction."""
+"""Parsed rows on their way into DuckDB: staged as newline-delimited JSON in bounded batch files per
+table, then loaded with one INSERT per batch inside the store step's transaction."""
 from __future__ import annotations
 
 import json
@@ -23,6 +23,7 @@ def table_columns(con, table: str) -> list[tuple[str, str]]:
     return _columns_cache[table]
 
 
+_WRITE_BUFFER = 256 << 10   # per table being staged: a dozen of them at most
 _PY_TYPES = {"INTEGER": int, "BIGINT": int, "DOUBLE": float, "BOOLEAN": bool}
 
 
@@ -40,25 +41,46 @@ def _coerce(value, sql_type: str):
 
 
 class StagingSink:
-    """Parsed rows are staged as newline-delimited JSON, one file per table, outside the database;
-    the store then loads each table with a single read_json INSERT. This keeps the write lock short
-    (parsing happens before it is taken), DuckDB's memory flat (one bulk append per table instead of
-    many small ones) and the ingest process free of pyarrow/pandas. Table names are checked, and
-    rows and errors counted, by the parse step (parsing.parse_into) before they get here."""
+    """Parsed rows are staged as newline-delimited JSON outside the database, in batch files of at
+    most ``batch_bytes`` each per table; the store step then loads each batch with one read_json
+    INSERT, all inside the file's one transaction. Staging keeps the write lock short (parsing
+    happens before it is taken) and the process free of pyarrow/pandas; the bounded batches keep
+    memory flat in the file's size: no step holds more than one batch of one table, in Python or in
+    DuckDB's read_json (a 1 GB trace's artifacts are a few hundred MB of staged rows). Table names
+    are checked, and rows and errors counted, by the parse step (parsing.parse_into) before they get
+    here. The sink is plain data between calls, so a worker process can stage a file's rows and
+    hand the sink to the one process that writes (ingest/workers.py)."""
 
     MAX_STORED_ERRORS = 10_000  # every error is counted (Parsed.errors); a 2 GB binary file is still one problem
+    # Measured on a 112 MB real trace (18 MB of staged artifact rows): loading them in one INSERT
+    # adds 45 MB to the process's peak, in 8 MB batches 35 MB, in 2 MB batches 32 MB; per batch
+    # costs a statement (a few ms), so 8 MB keeps both small.
+    BATCH_BYTES = 8 << 20
 
-    def __init__(self, tmp_dir: Path):
+    def __init__(self, tmp_dir: Path, batch_bytes: int | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix="stage-", dir=tmp_dir))
-        self.files: dict[str, object] = {}
+        self.batch_bytes = batch_bytes or self.BATCH_BYTES
+        self.batches: dict[str, list[str]] = {}   # table -> its batch files' names, in order
         self.errors: list[tuple] = []
         self.metadata: dict = {}
+        self._open: dict[str, list] = {}           # table -> [open file, bytes written to it]
 
     def row(self, table: str, row: dict) -> None:
-        f = self.files.get(table)
-        if f is None:
-            f = self.files[table] = open(self.dir / f"{table}.ndjson", "wb")
-        f.write(dumps_line(row))
+        cur = self._open.get(table)
+        if cur is None or cur[1] >= self.batch_bytes:
+            cur = self._start_batch(table, cur)
+        line = dumps_line(row)
+        cur[0].write(line)
+        cur[1] += len(line)
+
+    def _start_batch(self, table: str, cur: list | None) -> list:
+        if cur is not None:
+            cur[0].close()
+        names = self.batches.setdefault(table, [])
+        names.append(f"{table}.{len(names)}.ndjson")
+        # one row is one write: a large buffer makes that a memcpy, not a system call every few rows
+        cur = self._open[table] = [open(self.dir / names[-1], "wb", buffering=_WRITE_BUFFER), 0]
+        return cur
 
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
         if len(self.errors) < self.MAX_STORED_ERRORS:
@@ -68,34 +90,43 @@ class StagingSink:
         self.metadata.setdefault(key, value)
 
     def finish(self) -> None:
-        for f in self.files.values():
+        for f, _ in self._open.values():
             f.close()
+        self._open.clear()
+
+    def __getstate__(self):
+        self.finish()   # handed to another process: every batch is complete on disk
+        return self.__dict__
 
     def load(self, con, run_id: str, file_id: int, original_name: str) -> None:
-        """INSERT every staged table; must run inside the caller's transaction."""
+        """INSERT every staged batch; must run inside the caller's transaction."""
         self.finish()
-        for table in self.files:
-            path = self.dir / f"{table}.ndjson"
+        for table, names in self.batches.items():
             cols = [(c, t) for c, t in table_columns(con, table) if c not in ("run_id", "file_id")]
             # JSON has no bytes: a BLOB column is staged as base64 text and decoded here
             spec = "{" + ", ".join(f"'{c}': '{'VARCHAR' if t == 'BLOB' else t}'" for c, t in cols) + "}"
-            names = ", ".join(c for c, _ in cols)
+            names_sql = ", ".join(c for c, _ in cols)
             values = ", ".join(f"from_base64({c})" if t == "BLOB" else c for c, t in cols)
-            sql = (f"INSERT INTO {table} (run_id, file_id, {names}) SELECT ?, ?, {values} "
+            sql = (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values} "
                    f"FROM read_json(?, format='newline_delimited', columns={spec})")
-            try:
-                con.execute(sql, [run_id, file_id, str(path)]).fetchall()
-            except (duckdb.ConversionException, duckdb.InvalidInputException):
-                # A parser emitted a value of the wrong type: coerce column by column, then load.
-                fixed = path.with_suffix(".fixed")
-                with open(path, "rb") as fin, open(fixed, "wb") as fout:
-                    for line in fin:
-                        r = loads(line)
-                        fout.write(dumps_line({c: _coerce(r.get(c), t) for c, t in cols}))
-                con.execute(sql, [run_id, file_id, str(fixed)]).fetchall()
+            for name in names:
+                self._load_batch(con, sql, cols, run_id, file_id, self.dir / name)
         if self.errors:
             con.executemany("INSERT INTO ingest_errors VALUES (?, ?, ?, ?, ?, ?, ?)",
                             [(run_id, file_id, original_name, *e) for e in self.errors])
+
+    @staticmethod
+    def _load_batch(con, sql: str, cols, run_id: str, file_id: int, path: Path) -> None:
+        try:
+            con.execute(sql, [run_id, file_id, str(path)]).fetchall()
+        except (duckdb.ConversionException, duckdb.InvalidInputException):
+            # A parser emitted a value of the wrong type: coerce column by column, then load.
+            fixed = path.with_suffix(".fixed")
+            with open(path, "rb") as fin, open(fixed, "wb") as fout:
+                for line in fin:
+                    r = loads(line)
+                    fout.write(dumps_line({c: _coerce(r.get(c), t) for c, t in cols}))
+            con.execute(sql, [run_id, file_id, str(fixed)]).fetchall()
 
     def cleanup(self) -> None:
         self.finish()

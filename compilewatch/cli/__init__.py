@@ -110,16 +110,24 @@ def _table(rows: list[list], headers: list[str]) -> str:
          arg("--run-id", help="put all loose files into this one run (e.g. the ranks of one job)"),
          arg("--strict", action="store_true",
              help="any unparsable line fails the file (nothing of it is stored) and the exit status"),
-         arg("--quiet", action="store_true", help="no progress bar"))
+         arg("--quiet", action="store_true", help="no progress bar"),
+         arg("--workers", type=int, metavar="N",
+             help="parse processes for many files (default: one per core; 1 parses in this process)"))
 def cmd_ingest(args) -> int:
+    from compilewatch.core.errors import InputError
     from compilewatch.ingest.loader import ingest_paths
+    from compilewatch.ingest.workers import default_workers
     from compilewatch.store import open_store
+    from compilewatch.store.lean import pandas_kept_out
 
     require_paths(args.paths)
-    store = open_store(args.db)
-    with IngestProgress(sys.stderr.isatty() and not args.quiet) as bar:
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers must be 1 or more", "leave it out for one parse process per core")
+    with pandas_kept_out(), IngestProgress(sys.stderr.isatty() and not args.quiet) as bar:
+        store = open_store(args.db)
         report = ingest_paths(store, args.paths, model=args.model, label=args.label,
-                              torch_version=args.torch_version, strict=args.strict, progress=bar, run_id=args.run_id)
+                              torch_version=args.torch_version, strict=args.strict, progress=bar, run_id=args.run_id,
+                              workers=args.workers or default_workers())
     rows = [[f.name, f.kind, f.status, ", ".join(f"{k}={v}" for k, v in sorted(f.records.items())) or "-",
              f.errors, f.message] for f in report.files]
     console().print(table(["file", "kind", "status", "records", "errors", "note"], rows, wrap=("file", "note")))

@@ -47,6 +47,7 @@ class TraceParser:
                 fns = self._artifacts.get(env.artifact_name) or self._artifacts.get(None)
             if fns is not None:
                 self._run(fns, env)
+        self.ctx.compressor.flush()
         for finish in self._finishers:
             finish(self.ctx)
         if self.stats.unknown_events or self.stats.unknown_keys:
@@ -58,5 +59,8 @@ class TraceParser:
 def parse_trace(stream, sink) -> TraceStats:
     """Parse one TORCH_TRACE log from ``stream`` into ``sink``; returns the reader's counts."""
     p = TraceParser(sink)
-    p.feed(stream)
+    try:
+        p.feed(stream)
+    finally:   # a read error ends the file early: the rows parsed before it still reach the sink
+        p.ctx.compressor.flush()
     return p.close()

@@ -5,6 +5,7 @@ by its size in bytes.
 """
 from __future__ import annotations
 
+from compilewatch.ingest.trace.compressor import Compressor
 from compilewatch.ingest.trace.envelope import TraceStats
 
 _MAX_OPEN_SPANS = 10_000
@@ -14,6 +15,7 @@ class TraceContext:
     def __init__(self, sink, stats: TraceStats):
         self.sink = sink
         self.stats = stats
+        self.compressor = Compressor(sink)   # artifact rows: payloads compressed on another core
         # str envelopes: index -> file name (torch/_logging/structured.py intern_string)
         self.strings: dict[int, str] = {}
         # frame keys (rank, ca id, frame_id, frame_compile_id) with a dynamo_graph_break_reason artifact,

@@ -112,8 +112,11 @@ class StagingSink:
             for name in names:
                 self._load_batch(con, sql, cols, run_id, file_id, self.dir / name)
         if self.errors:
-            con.executemany("INSERT INTO ingest_errors VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            [(run_id, file_id, original_name, *e) for e in self.errors])
+            # one statement over column lists: executemany is a statement per row (~0.5 ms each,
+            # 5 s for the 10,000 errors a damaged file may keep)
+            line_nos, kinds, messages, excerpts = (list(col) for col in zip(*self.errors))
+            con.execute("INSERT INTO ingest_errors SELECT ?, ?, ?, unnest(?), unnest(?), unnest(?), unnest(?)",
+                        [run_id, file_id, original_name, line_nos, kinds, messages, excerpts])
 
     @staticmethod
     def _load_batch(con, sql: str, cols, run_id: str, file_id: int, path: Path) -> None:

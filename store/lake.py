@@ -253,9 +253,10 @@ class LakeStore:
         with self._cursor() as cur:
             yield cur
 
-    def transactions(self):
+    def transactions(self, bump_version: bool = True):
         """Attempts at one DuckLake transaction (store.files.transactions), each on a cursor of its
-        own: one whose commit conflicts with another host's is rolled back and run again."""
+        own: one whose commit conflicts with another host's is rolled back and run again. Every
+        commit is a new snapshot, so data_version moves whatever bump_version says."""
         return transactions(self._cursor, is_conflict, COMMIT_RETRIES)
 
     def _transactions_on(self, cur):

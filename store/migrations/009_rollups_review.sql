@@ -94,11 +94,13 @@ CREATE TABLE review_snapshots (
     view_key        VARCHAR NOT NULL,   -- the view's filters and the review's rules, hashed
     store_version   VARCHAR NOT NULL,
     computed_at     TIMESTAMP NOT NULL, -- UTC: what the Overview shows as "as of"
-    seconds         DOUBLE              -- how long the computation took
+    seconds         DOUBLE,             -- how long the computation took
+    columns_json    VARCHAR NOT NULL    -- {part: [column, ...]}: an empty part keeps its columns
 );
 CREATE TABLE review_rows (
     view_key        VARCHAR NOT NULL,
     store_version   VARCHAR NOT NULL,
+    computed_at     TIMESTAMP NOT NULL, -- its snapshot's (two hosts may keep the same view at once)
     part            VARCHAR NOT NULL,   -- verdicts | hotspots | storms
     row_no          INTEGER NOT NULL,
     row_json        VARCHAR NOT NULL    -- one row of the part's frame, as JSON

@@ -46,22 +46,21 @@ _ROLLUPS = {
                    GROUP BY ALL) b USING (run_id, fn)
         GROUP BY rc.run_id, rc.fn""",
     "rollup_guard_failures": """
-        SELECT run_id, coalesce(function, '?'), coalesce(category, 'other'), coalesce(guard_key, left(raw, 120)),
-               count(*), min(line_no), arg_min(raw, line_no), any_value(raw), any_value(source_name),
+        SELECT run_id, function, category, guard_key, count(*), min(line_no), arg_min(raw, line_no), any_value(raw), any_value(source_name),
                any_value(expected), any_value(actual)
         FROM guard_failures WHERE {flt} GROUP BY ALL""",
     "rollup_limit_hits": """
-        SELECT run_id, coalesce(function, '?'), limit_name, count(*), any_value(limit_value), any_value(file),
+        SELECT run_id, function, limit_name, count(*), any_value(limit_value), any_value(file),
                any_value(line), any_value(reason)
         FROM limit_hits WHERE {flt} GROUP BY ALL""",
     "rollup_compile_time": f"""
         SELECT c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno, any_value(c.co_filename), count(*),
                count(*) FILTER (WHERE c.is_recompile),
-               sum(coalesce(c.entire_frame_compile_time_s, 0)),
+               sum(c.entire_frame_compile_time_s),
                sum(coalesce(c.entire_frame_compile_time_s, 0)) FILTER (WHERE c.is_recompile),
                {", ".join(f"sum({e})" for _, e in PHASE_EXPRS)},
                coalesce(sum(m.n), 0), coalesce(sum(coalesce(c.entire_frame_compile_time_s, 0)) FILTER (WHERE m.n > 0), 0)
-        FROM (SELECT * FROM compiles WHERE {{flt}} AND co_name IS NOT NULL) c
+        FROM (SELECT * FROM compiles WHERE {{flt}}) c
         LEFT JOIN (SELECT file_id, compile_id, count(*) AS n FROM cache_events
                    WHERE {{flt}} AND outcome = 'miss' GROUP BY ALL) m USING (file_id, compile_id)
         GROUP BY c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno""",

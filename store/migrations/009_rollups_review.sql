@@ -38,12 +38,12 @@ CREATE TABLE rollup_recompiles (
     burst           BIGINT              -- most recompiles of the function within one minute (0 without timestamps)
 );
 
--- guard_failures per run, function, category and guard key
+-- guard_failures per run, function, category and guard key (the readers group nulls as they need)
 CREATE TABLE rollup_guard_failures (
     run_id          VARCHAR NOT NULL,
-    function        VARCHAR,            -- coalesce(function, '?')
-    category        VARCHAR,            -- coalesce(category, 'other')
-    guard_key       VARCHAR,            -- coalesce(guard_key, left(raw, 120)): the top-guards grouping
+    function        VARCHAR,            -- as stored (null when the log did not say)
+    category        VARCHAR,
+    guard_key       VARCHAR,
     n               BIGINT,
     first_line_no   BIGINT,             -- the group's first failure in the run's log
     first_raw       VARCHAR,            -- its raw guard
@@ -56,7 +56,7 @@ CREATE TABLE rollup_guard_failures (
 -- limit_hits per run, function and limit
 CREATE TABLE rollup_limit_hits (
     run_id          VARCHAR NOT NULL,
-    function        VARCHAR,            -- coalesce(function, '?')
+    function        VARCHAR,            -- as stored
     limit_name      VARCHAR,
     n               BIGINT,
     limit_value     INTEGER,
@@ -67,7 +67,8 @@ CREATE TABLE rollup_limit_hits (
 
 -- compile time per run and frame (co_name, file base name, first line: paths differ across hosts,
 -- base names and lines do not) split into the phases of app/queries/compile_time.py, each summed
--- over the frame's compiles in the run
+-- over the frame's compiles in the run. Compiles that name no frame are one row with a null co_name:
+-- they count in a run's compile time, not in any frame's.
 CREATE TABLE rollup_compile_time (
     run_id          VARCHAR NOT NULL,
     co_name         VARCHAR,
@@ -76,7 +77,7 @@ CREATE TABLE rollup_compile_time (
     co_filename     VARCHAR,            -- one full path (any)
     compiles        BIGINT,
     recompiles      BIGINT,
-    total_s         DOUBLE,             -- entire-frame compile time
+    total_s         DOUBLE,             -- entire-frame compile time (null when no compile logged it)
     recompile_s     DOUBLE,             -- of the recompiles alone (null when none)
     tracing_s       DOUBLE,
     aot_s           DOUBLE,

@@ -86,12 +86,12 @@ def load(fn: Callable, f: Filters) -> pd.DataFrame | None:
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl=24 * 3600)
 def _overview_review(db_path: str, data_version: str, filters: Filters):
-    from compilewatch.app.queries import review
-    return review.overview(get_store(), filters)
+    from compilewatch.app import overview_review
+    return overview_review.overview(get_store(), filters)
 
 
 def load_overview_review(f: Filters):
-    """The Overview's review (app/queries/review.py: verdicts, hotspots, storms, and when it was
+    """The Overview's review (app/overview_review.py: verdicts, hotspots, storms, and when it was
     computed), kept in the store per store version and cached here like ``load``; None on failure
     (shown as ``load`` shows it)."""
     store = get_store()

@@ -8,6 +8,8 @@ from compilewatch.app import charts, ui
 from compilewatch.app.queries import overview
 from compilewatch.app.queries import review as review_q
 
+MAX_GROUPS = 20   # model x hardware blocks of verdicts drawn in full
+
 f = ui.page("Weekly review")
 prev = f.previous_window()
 st.caption(f"**{f.start} – {f.end}** against the {f.window_days()} days before ({prev.start} – {prev.end}).")
@@ -59,6 +61,14 @@ if verdicts is not None:
     order = {"regression": 0, "suspicious": 1, "improvement": 2}
     ranked = judged.assign(_rank=judged["status"].map(order))
     groups = ranked.groupby(["model", "hardware"], sort=False)["_rank"].min().sort_values(kind="stable")
+    # The worst groups in full; past MAX_GROUPS (an organisation's week can judge hundreds of models)
+    # the rest are counted and left to the filters and the report: every group drawn is sent along.
+    if len(groups) > MAX_GROUPS:
+        rest = groups.iloc[MAX_GROUPS:]
+        st.caption(f"The {MAX_GROUPS} worst of {len(groups)} model × hardware groups are shown; "
+                   f"{int((rest == 0).sum())} more with regressions, {int((rest == 1).sum())} with suspicious changes "
+                   f"and {int((rest == 2).sum())} with improvements are in the report below, or pick models in the sidebar.")
+        groups = groups.iloc[:MAX_GROUPS]
     for n, (model, hw) in enumerate(groups.index):
         part = ranked[(ranked["model"] == model) & (ranked["hardware"] == hw)].sort_values("_rank", kind="stable")
         with st.container(border=True):

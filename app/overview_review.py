@@ -23,8 +23,10 @@ TOP = 10   # hotspots and storms beside the verdicts
 def view_key(f: Filters) -> str:
     """What the Overview's review depends on besides the data: the filters it reads and the team's
     rules and pinned baseline (settings): a change to any of them is another view."""
+    def day(d):   # a date however it came (a pandas Timestamp prints differently)
+        return None if d is None else pd.Timestamp(d).date()
     f = Filters(models=f.models, torch_versions=f.torch_versions, labels=f.labels, hardware=f.hardware,
-                start=f.start, end=f.end)
+                start=day(f.start), end=day(f.end))
     text = json.dumps([to_params(f), repr(Rules.from_settings()), pinned_baseline()], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -52,3 +54,4 @@ def overview(store, f: Filters) -> review_cache.Kept:
         return review_cache.keep(store, key, version, parts, seconds)
     except StoreBusyError:
         return review_cache.Kept(datetime.now(timezone.utc), seconds, parts)
+

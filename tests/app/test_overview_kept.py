@@ -24,7 +24,7 @@ MORE = sorted((REPO / "sample_logs" / "cpu-torch2.14.1").glob("*.tar.gz"))[:1]
 
 def _week(store) -> Filters:
     with store.read() as con:
-        last = data_bounds(con)["last_day"].iloc[0]
+        last = pd.Timestamp(data_bounds(con)["last_day"].iloc[0]).date()   # as the page's window holds it
     return Filters(start=last - timedelta(days=6), end=last)
 
 
@@ -85,12 +85,24 @@ def test_review_kept_once_per_store_version(tmp_path):
     assert overview_review.overview(copied, f).computed_at == later.computed_at
 
 
-def test_overview_says_as_of_when(app_at, tmp_path):
-    store = open_store(tmp_path / "cw.duckdb")
+def test_the_page_keeps_the_review_and_its_next_visit_reads_it(app_at, tmp_path):
+    """The first visit computes the Overview's review and keeps it; a later visit (caches cleared,
+    as after a restart) reads those rows, nothing computed again, and says as of when."""
+    import streamlit as st
+    db = tmp_path / "cw.duckdb"
+    store = open_store(db)
     assert ingest_paths(store, BUNDLES).ok
-    at = app_at(tmp_path / "cw.duckdb", "views/overview.py")
+    at = app_at(db, "views/overview.py")
+    assert not at.exception
+    with store.read() as con:
+        kept = con.execute("SELECT view_key, computed_at FROM review_snapshots").fetchall()
+    assert len(kept) == 1 and kept[0][0] == overview_review.view_key(_week(store))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = app_at(db, "views/overview.py")
     assert not at.exception
     captions = [c.value for c in at.caption]
-    assert any(c.startswith("Review as of ") and "UTC" in c for c in captions), captions
+    assert any(c.startswith(f"Review as of {kept[0][1]:%Y-%m-%d %H:%M} UTC") for c in captions), captions
+    assert any("Got worse" in h.value for h in at.subheader), "the kept regressions are drawn"
     with store.read() as con:
-        assert con.execute("SELECT count(*) FROM review_snapshots").fetchall()[0][0] >= 1
+        assert con.execute("SELECT view_key, computed_at FROM review_snapshots").fetchall() == kept

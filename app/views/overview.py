@@ -8,7 +8,7 @@ from compilewatch.app import charts, ui
 from compilewatch.app.queries import overview
 from compilewatch.app.queries import review as review_q
 
-MAX_GROUPS = 20   # model x hardware blocks of verdicts drawn in full
+MAX_GROUPS = 10   # model x hardware blocks of verdicts drawn in full
 
 f = ui.page("Weekly review")
 prev = f.previous_window()

@@ -8,10 +8,13 @@ from compilewatch.store.hardware import refresh_hardware
 from compilewatch.store.rollups import refresh_rollups
 from compilewatch.store.run_metrics import refresh_run_metrics
 
-# Migrations after which every stored run's derived facts are rebuilt (same transaction): the newest
-# migration whose tables the derived SQL reads. A store migrated from further back gets its backfill
-# once, after that one (an earlier backfill would read tables not created yet).
-BACKFILL_AFTER = {"009_rollups_review.sql"}
+# The backfills of what migrations added, each after the newest migration whose tables its SQL reads,
+# in that migration's transaction: a store migrated from further back gets each once, in order (an
+# earlier backfill would read tables not created yet).
+BACKFILLS = {
+    "007_cudagraphs.sql": (refresh_hardware, refresh_run_metrics),
+    "009_rollups_review.sql": (refresh_rollups,),
+}
 
 
 def refresh_run(con, run_id: str) -> None:
@@ -28,5 +31,5 @@ def refresh_all(con) -> None:
 
 
 def after_migration(con, name: str) -> None:
-    if name in BACKFILL_AFTER:
-        refresh_all(con)
+    for refresh in BACKFILLS.get(name, ()):
+        refresh(con)

@@ -79,4 +79,3 @@ def report_html(con, f: Filters) -> pd.DataFrame:
     """The HTML report of this view, change points included, one cell (the cache stores DataFrames)."""
     from compilewatch.review.report import to_html
     return pd.DataFrame({"html": [to_html(weekly(con, f, with_changepoints=True))]})
-

@@ -142,6 +142,8 @@ def trend(frame: pd.DataFrame, field: str = "speedup") -> alt.Chart:
     title = f"{label.split(' (')[0]} per model over time"
     if frame.empty or frame[field].isna().all():
         return _empty(title)
+    # only the columns drawn: the frame is sent to the browser with the chart
+    frame = frame[["model", "period", field, "runs", "torch_versions", "labels"]]
     chart = alt.Chart(frame).mark_line(point=True).encode(
         x=alt.X("period:T", title="Run time (UTC)"),
         y=alt.Y(f"{field}:Q", title=label, scale=alt.Scale(zero=False)),

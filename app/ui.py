@@ -84,6 +84,26 @@ def load(fn: Callable, f: Filters) -> pd.DataFrame | None:
     return None
 
 
+@st.cache_data(show_spinner=False, max_entries=256, ttl=24 * 3600)
+def _overview_review(db_path: str, data_version: str, filters: Filters):
+    from compilewatch.app import overview_review
+    return overview_review.overview(get_store(), filters)
+
+
+def load_overview_review(f: Filters):
+    """The Overview's review (app/overview_review.py: verdicts, hotspots, storms, and when it was
+    computed), kept in the store per store version and cached here like ``load``; None on failure
+    (shown as ``load`` shows it)."""
+    store = get_store()
+    try:
+        return _overview_review(str(store.db_path), store.data_version(), f)
+    except CompileWatchError as e:
+        st.error(f"**{md(e.title)}**" + (f"  \n{md(e.hint)}" if e.hint else ""), icon=":material/error:")
+    except duckdb.Error as e:
+        st.error(f"**The review failed:** {md(e)}", icon=":material/error:")
+    return None
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def _artifact_diff(db: str, version: str, run_a: str, run_b: str, id_a: str, id_b: str, kind: str) -> str:
     from compilewatch.deepdive.diff import text_diff

@@ -72,50 +72,48 @@ def run_values(con, run_ids) -> pd.DataFrame:
 
 
 # -- keys: what each run had, for the "new since the baseline" rules and their evidence ---------------
-BREAK_KEY = ("coalesce(gb.break_key, concat_ws(' | ', gb.gb_type, gb.reason_norm, "
-             "gb.user_file || ':' || gb.user_line))")
+# Read from the rollups kept at ingest (store/rollups.py: one row per run and key), not the events.
 
 
 def break_keys(con, run_ids) -> pd.DataFrame:
     """Per run and break key: count, type, reason, explanation, hints and the user's file:line."""
-    return df(con, f"""
-        SELECT gb.run_id, {BREAK_KEY} AS key, count(*) AS count, any_value(gb.gb_type) AS gb_type,
-               any_value(coalesce(gb.reason_norm, gb.reason)) AS reason, any_value(gb.reason) AS raw_reason,
-               any_value(gb.hints) AS hints, any_value(gb.user_file) AS user_file,
-               any_value(gb.user_line) AS user_line, any_value(gb.user_function) AS user_function
-        FROM graph_breaks gb WHERE gb.run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL""", _ids_param(run_ids))
+    return df(con, """
+        SELECT run_id, break_key AS key, n AS count, gb_type, reason, raw_reason, hints, user_file, user_line,
+               user_function
+        FROM rollup_graph_breaks WHERE run_id IN (SELECT unnest(?::VARCHAR[]))""", _ids_param(run_ids))
 
 
 def recompile_keys(con, run_ids) -> pd.DataFrame:
     """Per run and recompiling function: recompiles, where, and the first failed guard with its category."""
     return df(con, """
-        WITH rc AS (SELECT run_id, coalesce(function, '?') AS function, any_value(file) AS file,
-                           any_value(line) AS line, count(*) AS count, arg_min(reason, line_no) AS reason
-                    FROM recompiles WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL),
-        gf AS (SELECT run_id, coalesce(function, '?') AS function, mode(category) AS category,
-                      arg_min(raw, line_no) AS guard
-               FROM guard_failures WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL)
-        SELECT rc.run_id, rc.function AS key, rc.count, rc.file, rc.line, coalesce(gf.guard, rc.reason) AS guard,
-               gf.category
-        FROM rc LEFT JOIN gf USING (run_id, function)""", _ids_param(run_ids) * 2)
+        WITH g AS (SELECT run_id, coalesce(function, '?') AS function, category, sum(n) AS n,
+                          min(first_line_no) AS first_line_no, arg_min(first_raw, first_line_no) AS first_raw
+                   FROM rollup_guard_failures WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL),
+        gf AS (SELECT run_id, function, arg_max(category, n) FILTER (WHERE category IS NOT NULL) AS category,
+                      arg_min(first_raw, first_line_no) AS guard
+               FROM g GROUP BY ALL)
+        SELECT rc.run_id, rc.function AS key, rc.n AS count, rc.file, rc.line,
+               coalesce(gf.guard, rc.first_reason) AS guard, gf.category
+        FROM rollup_recompiles rc LEFT JOIN gf USING (run_id, function)
+        WHERE rc.run_id IN (SELECT unnest(?::VARCHAR[]))""", _ids_param(run_ids) * 2)
 
 
 def guard_category_keys(con, run_ids) -> pd.DataFrame:
     """Per run and guard-failure category: count, an example function and failed guard."""
     return df(con, """
-        SELECT run_id, coalesce(category, 'other') AS key, count(*) AS count,
-               arg_min(coalesce(function, '?'), line_no) AS function, arg_min(raw, line_no) AS guard
-        FROM guard_failures WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL""", _ids_param(run_ids))
+        SELECT run_id, coalesce(category, 'other') AS key, sum(n)::BIGINT AS count,
+               arg_min(coalesce(function, '?'), first_line_no) AS function, arg_min(first_raw, first_line_no) AS guard
+        FROM rollup_guard_failures WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL""", _ids_param(run_ids))
 
 
 def limit_keys(con, run_ids) -> pd.DataFrame:
     """Per run, function and limit: hits, where, and the reason torch gave."""
     return df(con, """
         SELECT run_id, coalesce(function, '?') || ' (' || coalesce(limit_name, 'limit') || ')' AS key,
-               count(*) AS count, any_value(function) AS function, any_value(limit_name) AS limit_name,
+               sum(n)::BIGINT AS count, any_value(function) AS function, any_value(limit_name) AS limit_name,
                any_value(limit_value) AS limit_value, any_value(file) AS file, any_value(line) AS line,
                any_value(reason) AS reason
-        FROM limit_hits WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL""", _ids_param(run_ids))
+        FROM rollup_limit_hits WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL""", _ids_param(run_ids))
 
 
 def cudagraph_skip_keys(con, run_ids) -> pd.DataFrame:

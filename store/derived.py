@@ -1,28 +1,35 @@
-"""Per-run facts derived from a run's stored rows: its hardware (store/hardware.py) and its
-metrics (store/run_metrics.py). Refreshed inside the ingest transaction of each of the run's
-files, after a reingest, and for every stored run when the migration that added them is applied."""
+"""Per-run facts derived from a run's stored rows: its hardware (store/hardware.py), its
+metrics (store/run_metrics.py) and its rollups (store/rollups.py). Refreshed inside the ingest
+transaction of each of the run's files, after a reingest, and for every stored run when the
+migration that added them is applied."""
 from __future__ import annotations
 
 from compilewatch.store.hardware import refresh_hardware
+from compilewatch.store.rollups import refresh_rollups
 from compilewatch.store.run_metrics import refresh_run_metrics
 
-# Migrations after which every stored run's derived facts are rebuilt (same transaction): the newest
-# migration whose tables the derived SQL reads. A store migrated from further back gets its backfill
-# once, after that one (an earlier backfill would read tables not created yet).
-BACKFILL_AFTER = {"007_cudagraphs.sql"}
+# The backfills of what migrations added, each after the newest migration whose tables its SQL reads,
+# in that migration's transaction: a store migrated from further back gets each once, in order (an
+# earlier backfill would read tables not created yet).
+BACKFILLS = {
+    "007_cudagraphs.sql": (refresh_hardware, refresh_run_metrics),
+    "009_rollups_review.sql": (refresh_rollups,),
+}
 
 
 def refresh_run(con, run_id: str) -> None:
     refresh_hardware(con, run_id)
     refresh_run_metrics(con, run_id)
+    refresh_rollups(con, run_id)
 
 
 def refresh_all(con) -> None:
     """Set-based, for every run at once: a team-year store backfills in seconds, not per run."""
     refresh_hardware(con)
     refresh_run_metrics(con)
+    refresh_rollups(con)
 
 
 def after_migration(con, name: str) -> None:
-    if name in BACKFILL_AFTER:
-        refresh_all(con)
+    for refresh in BACKFILLS.get(name, ()):
+        refresh(con)

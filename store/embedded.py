@@ -149,8 +149,10 @@ class EmbeddedStore:
                 con.close()
 
     @contextmanager
-    def write(self, timeout: float | None = None):
-        """The only read-write connection, for one unit of work; bumps data_version on success."""
+    def write(self, timeout: float | None = None, bump_version: bool = True):
+        """The only read-write connection, for one unit of work; bumps data_version on success, unless
+        the work only keeps what is derived from the data already there (the review per store
+        version): the dashboard's caches of that data stay valid."""
         timeout = lock_timeout() if timeout is None else timeout
         with self._flock(True, timeout):
             con = self._connect(False, timeout)
@@ -158,7 +160,8 @@ class EmbeddedStore:
                 yield con
             finally:
                 con.close()
-            self._bump_version()
+            if bump_version:
+                self._bump_version()
 
     # -- versions and raw files ------------------------------------------------------------------
     def _bump_version(self) -> None:
@@ -196,10 +199,10 @@ class EmbeddedStore:
         pass
 
     # -- writing one unit of work ------------------------------------------------------------------
-    def transactions(self):
+    def transactions(self, bump_version: bool = True):
         """One transaction under the writer lock, as store.files.transactions hands it out (the lock
         makes a retry needless)."""
-        return transactions(self.write)
+        return transactions(lambda: self.write(bump_version=bump_version))
 
     def advance_file_ids(self, top: int) -> None:
         """Make the next file id larger than `top` (after rows were copied in). DuckDB sequences

@@ -156,10 +156,25 @@ class LakeStore:
         except OSError as e:
             raise StoreError(f"cannot create the data path {store.folder}: {e.strerror}",
                              "choose a writable folder with --data-path or COMPILEWATCH_DATA_PATH")
+        if store._ready():
+            return store
         with store._init_lock():
             store._database()   # the first ATTACH of a fresh catalog creates DuckLake's own tables
             store.migrate()
         return store
+
+    def _ready(self) -> bool:
+        """True when the catalog exists and every migration is applied: the usual open (a dashboard's
+        cold start, an ingest into a store in use) then skips the initialisation lock and the
+        connection of its own it costs (half a second of a cold page). The lake is attached only
+        once PostgreSQL shows DuckLake's tables, so this attach creates nothing; anything short of
+        ready goes the locked way."""
+        if self._database(create=False) is None:
+            return False
+        with self._cursor() as cur:
+            done = applied_migrations(cur)
+        check_not_newer(done, describe_target(self.spec))
+        return set(done) >= {n for n, _ in migrations()}
 
     @contextmanager
     def _init_lock(self):
@@ -190,17 +205,24 @@ class LakeStore:
         """This process's scratch folder (store/scratch.py), on the data path beside raw/."""
         return scratch.process_dir(self.tmp_root)
 
-    def _database(self):
+    def _database(self, create: bool = True):
         """One DuckDB instance per process with the lake and the catalog database attached; each unit of
-        work gets its own cursor (cursors share attachments and are safe across threads)."""
+        work gets its own cursor (cursors share attachments and are safe across threads). With
+        create=False, None (and nothing kept) when the catalog has no DuckLake tables yet: attaching
+        the lake would create them, which only the initialisation lock's holder may do."""
         with self._db_lock:
             if self._db is None:
                 con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB"})
                 try:
                     load_extensions(con)
+                    con.execute(f"ATTACH '{quote(libpq(self.spec))}' AS pg (TYPE postgres)")
+                    if not create and not con.execute(
+                            "SELECT * FROM postgres_query('pg', 'SELECT to_regclass(''public.ducklake_metadata'') "
+                            "IS NOT NULL')").fetchall()[0][0]:
+                        con.close()
+                        return None
                     con.execute(f"ATTACH '{PREFIX}{quote(libpq(self.spec))}' AS lake "
                                 f"(DATA_PATH '{quote(str(self.data_dir))}/')")
-                    con.execute(f"ATTACH '{quote(libpq(self.spec))}' AS pg (TYPE postgres)")
                     con.execute("USE lake")
                 except duckdb.Error as e:
                     con.close()
@@ -253,9 +275,10 @@ class LakeStore:
         with self._cursor() as cur:
             yield cur
 
-    def transactions(self):
+    def transactions(self, bump_version: bool = True):
         """Attempts at one DuckLake transaction (store.files.transactions), each on a cursor of its
-        own: one whose commit conflicts with another host's is rolled back and run again."""
+        own: one whose commit conflicts with another host's is rolled back and run again. Every
+        commit is a new snapshot, so data_version moves whatever bump_version says."""
         return transactions(self._cursor, is_conflict, COMMIT_RETRIES)
 
     def _transactions_on(self, cur):

@@ -16,30 +16,20 @@ import pandas as pd
 
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import df, runs_cte
+from compilewatch.store.rollups import PHASE_EXPRS
 
 PHASES = ("tracing", "AOT", "Inductor", "autotuning")
 
-# Each phase of one compile (``c``), in seconds; the module docstring says what each is.
-_PHASE_EXPRS = (
-    ("tracing_s", "greatest(coalesce(c.entire_frame_compile_time_s, 0) - coalesce(c.backend_compile_time_s, 0), 0)"),
-    ("aot_s", "greatest(coalesce(c.backend_compile_time_s, 0) - coalesce(c.inductor_compile_time_s, 0), 0)"),
-    ("inductor_s", "greatest(coalesce(c.inductor_compile_time_s, 0) - coalesce(c.autotune_time_s, 0), 0)"),
-    ("autotune_s", "least(coalesce(c.autotune_time_s, 0), coalesce(c.inductor_compile_time_s, c.autotune_time_s, 0))"),
-)
-_PHASE_COLS = ",\n    ".join(f"{e} AS {n}" for n, e in _PHASE_EXPRS)
-_PHASE_SUMS = ",\n    ".join(f"sum({e}) AS {n}" for n, e in _PHASE_EXPRS)
+_PHASE_SUMS = ",\n    ".join(f"sum({e}) AS {n}" for n, e in PHASE_EXPRS)
 
-# Per compile of the filtered runs: its frame and phase split.
-_COMPILES = """
+# Per run and frame of the filtered runs, from the rollup kept at ingest (store/rollups.py): a frame
+# is its function, file base name and first line (paths differ across hosts and virtualenvs, base
+# names and lines do not, as graph-break keys group breaks).
+_FRAMES = """
 cc AS (
-    -- a frame is its function, file base name and first line: paths differ across hosts and
-    -- virtualenvs, base names and lines do not (as graph-break keys group breaks)
-    SELECT c.run_id, c.file_id, c.compile_id, fr.model, fr.torch_version, c.co_name, c.co_filename,
-           regexp_extract(c.co_filename, '[^/\\\\]*$') AS co_file, c.co_firstlineno,
-           coalesce(c.is_recompile, false) AS is_recompile,
-           coalesce(c.entire_frame_compile_time_s, 0) AS total_s, {phases}
-    FROM compiles c JOIN fr USING (run_id) WHERE c.co_name IS NOT NULL
-)""".format(phases=_PHASE_COLS)
+    SELECT c.*, fr.model, fr.torch_version FROM rollup_compile_time c JOIN fr USING (run_id)
+    WHERE c.co_name IS NOT NULL
+)"""
 
 _DOMINANT = """CASE greatest(tracing_s, aot_s, inductor_s, autotune_s)
         WHEN 0 THEN NULL WHEN tracing_s THEN 'tracing' WHEN aot_s THEN 'AOT'
@@ -59,22 +49,18 @@ def frame_hotspots(con, f: Filters) -> pd.DataFrame:
         search = "WHERE (co_name ILIKE ? OR co_filename ILIKE ?)"
         params = params + [f"%{f.search}%"] * 2
     sql = f"""
-    WITH {cte}, {_COMPILES},
-    misses AS (
-        SELECT e.file_id, e.compile_id, count(*) AS n FROM cache_events e JOIN fr USING (run_id)
-        WHERE e.outcome = 'miss' GROUP BY ALL
-    ),
+    WITH {cte}, {_FRAMES},
     agg AS (
         SELECT co_name, co_file, co_firstlineno, any_value(co_filename) AS co_filename,
-               count(*) AS compiles, count(*) FILTER (WHERE is_recompile) AS recompiles,
+               sum(compiles)::BIGINT AS compiles, sum(recompiles)::BIGINT AS recompiles,
                count(DISTINCT run_id) AS runs,
                string_agg(DISTINCT model, ', ' ORDER BY model) AS models,
                string_agg(DISTINCT torch_version, ', ' ORDER BY torch_version) AS torch_versions,
-               sum(total_s) AS total_s, sum(total_s) FILTER (WHERE is_recompile) AS recompile_s,
+               coalesce(sum(total_s), 0) AS total_s, sum(recompile_s) AS recompile_s,
                sum(tracing_s) AS tracing_s, sum(aot_s) AS aot_s, sum(inductor_s) AS inductor_s,
-               sum(autotune_s) AS autotune_s, coalesce(sum(m.n), 0)::BIGINT AS cache_misses,
-               coalesce(sum(total_s) FILTER (WHERE m.n > 0), 0) AS cache_miss_s
-        FROM cc LEFT JOIN misses m USING (file_id, compile_id)
+               sum(autotune_s) AS autotune_s, sum(cache_misses)::BIGINT AS cache_misses,
+               sum(cache_miss_s) AS cache_miss_s
+        FROM cc
         {search}
         GROUP BY ALL
     )
@@ -128,8 +114,8 @@ def phase_split(con, f: Filters) -> pd.DataFrame:
     compiles), for the stacked bars: which phase dominates, and whether a version moved it."""
     cte, params = runs_cte(f)
     sql = f"""
-    WITH {cte}, {_COMPILES},
-    v AS (SELECT coalesce(torch_version, 'unknown') AS torch_version, count(*) AS compiles,
+    WITH {cte}, {_FRAMES},
+    v AS (SELECT coalesce(torch_version, 'unknown') AS torch_version, sum(compiles)::BIGINT AS compiles,
                  sum(tracing_s) AS tracing, sum(aot_s) AS "AOT", sum(inductor_s) AS "Inductor",
                  sum(autotune_s) AS autotuning FROM cc GROUP BY 1)
     UNPIVOT v ON tracing, "AOT", "Inductor", autotuning INTO NAME phase VALUE seconds
@@ -142,11 +128,12 @@ def frame_versions(con, f: Filters, top: int = 10) -> pd.DataFrame:
     total_s, compiles, recompiles): one frame across versions."""
     cte, params = runs_cte(f)
     sql = f"""
-    WITH {cte}, {_COMPILES},
-    topf AS (SELECT co_name, co_file, co_firstlineno FROM cc GROUP BY ALL ORDER BY sum(total_s) DESC LIMIT ?)
+    WITH {cte}, {_FRAMES},
+    topf AS (SELECT co_name, co_file, co_firstlineno FROM cc GROUP BY ALL
+             ORDER BY coalesce(sum(total_s), 0) DESC LIMIT ?)
     SELECT co_name || ' (' || co_file || ':' || co_firstlineno || ')' AS frame,
-           coalesce(torch_version, 'unknown') AS torch_version, sum(total_s) AS total_s,
-           count(*) AS compiles, count(*) FILTER (WHERE is_recompile) AS recompiles
+           coalesce(torch_version, 'unknown') AS torch_version, coalesce(sum(total_s), 0) AS total_s,
+           sum(compiles)::BIGINT AS compiles, sum(recompiles)::BIGINT AS recompiles
     FROM cc JOIN topf USING (co_name, co_file, co_firstlineno)
     GROUP BY ALL ORDER BY frame, torch_version"""
     return df(con, sql, params + [top])

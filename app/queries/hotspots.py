@@ -1,4 +1,5 @@
-"""Graph-break hotspots: breaks grouped by break_key across the filtered runs."""
+"""Graph-break hotspots: breaks grouped by break_key across the filtered runs, read from the rollup
+kept at ingest (store/rollups.py: one row per run and key); the raw graph_breaks only for one key."""
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
@@ -7,10 +8,7 @@ import pandas as pd
 
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import df, runs_cte
-
-# The grouping key; parsers fill break_key, the fallback keeps rows from an older parser grouped too.
-BREAK_KEY = ("coalesce(gb.break_key, concat_ws(' | ', gb.gb_type, gb.reason_norm, "
-             "gb.user_file || ':' || gb.user_line))")
+from compilewatch.store.rollups import BREAK_KEY  # noqa: F401  (the grouping key; compare and run detail read it here)
 
 
 def new_since(f: Filters) -> datetime:
@@ -26,15 +24,10 @@ def hotspots(con, f: Filters) -> pd.DataFrame:
     cte, params = runs_cte(f)
     sql = f"""
     WITH {cte},
-    g AS (
-        SELECT {BREAK_KEY} AS break_key, gb.run_id, gb.gb_type, gb.gb_code, gb.reason, gb.reason_norm,
-               gb.explanation, gb.hints, gb.user_file, gb.user_line, gb.user_function, gb.user_stack,
-               fr.model, fr.torch_version, fr.run_time
-        FROM graph_breaks gb JOIN fr USING (run_id)
-    ),
+    g AS (SELECT rg.*, fr.model, fr.torch_version, fr.run_time FROM rollup_graph_breaks rg JOIN fr USING (run_id)),
     agg AS (
         SELECT break_key,
-               count(*) AS occurrences,
+               sum(n)::BIGINT AS occurrences,
                count(DISTINCT run_id) AS runs,
                count(DISTINCT model) AS models,
                min(run_time) AS first_seen,
@@ -43,20 +36,19 @@ def hotspots(con, f: Filters) -> pd.DataFrame:
                string_agg(DISTINCT model, ', ' ORDER BY model) AS model_list,
                any_value(gb_type) AS gb_type,
                any_value(gb_code) AS gb_code,
-               arg_max(coalesce(reason_norm, reason), run_time) AS reason,
+               arg_max(reason, run_time) AS reason,
                any_value(explanation) AS explanation,
                any_value(hints) AS hints,
                any_value(user_file) AS user_file,
                any_value(user_line) AS user_line,
                any_value(user_function) AS user_function,
-               arg_max(user_stack, run_time) FILTER (WHERE user_stack IS NOT NULL) AS example_stack
+               arg_max(example_stack, run_time) FILTER (WHERE example_stack IS NOT NULL) AS example_stack
         FROM g GROUP BY break_key
     ),
     ever AS (
-        -- every key, not just agg's: the LEFT JOIN below keeps only agg's rows anyway, and an
-        -- IN (SELECT break_key FROM agg) here cost ~0.6 s at a million graph-break rows
-        SELECT {BREAK_KEY} AS break_key, min(coalesce(r.started_at, r.ingested_at)) AS first_seen_ever
-        FROM graph_breaks gb JOIN runs r USING (run_id)
+        -- every key, not just agg's: the LEFT JOIN below keeps only agg's rows anyway
+        SELECT rg.break_key, min(coalesce(r.started_at, r.ingested_at)) AS first_seen_ever
+        FROM rollup_graph_breaks rg JOIN runs r USING (run_id)
         GROUP BY 1
     )
     SELECT agg.*, ever.first_seen_ever, ever.first_seen_ever >= ? AS new_this_week
@@ -79,13 +71,13 @@ def hotspot_trend(con, f: Filters, top: int = 8) -> pd.DataFrame:
     grain = "day" if f.window_days() <= 21 and f.start else "week"
     sql = f"""
     WITH {cte},
-    g AS (SELECT {BREAK_KEY} AS break_key, gb.gb_type, date_trunc('{grain}', fr.run_time) AS period
-          FROM graph_breaks gb JOIN fr USING (run_id)),
-    topk AS (SELECT break_key, any_value(gb_type) AS gb_type FROM g GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT ?)
+    g AS (SELECT rg.break_key, rg.gb_type, rg.n, date_trunc('{grain}', fr.run_time) AS period
+          FROM rollup_graph_breaks rg JOIN fr USING (run_id)),
+    topk AS (SELECT break_key, any_value(gb_type) AS gb_type FROM g GROUP BY 1 ORDER BY sum(n) DESC, 1 LIMIT ?)
     SELECT g.period,
            coalesce(topk.break_key, 'other') AS break_key,
            coalesce(left(coalesce(topk.gb_type, topk.break_key), 60), 'other breaks') AS label,
-           count(*) AS occurrences
+           sum(g.n)::BIGINT AS occurrences
     FROM g LEFT JOIN topk USING (break_key)
     GROUP BY ALL ORDER BY period, occurrences DESC
     """

@@ -37,9 +37,10 @@ def _per_run_cte(f: Filters) -> tuple[str, list]:
     w AS (SELECT r.run_id, r.model, {HARDWARE} AS hardware,
                  CASE WHEN {RUN_TIME} >= ? THEN 'current' ELSE 'previous' END AS win
           FROM runs r WHERE {where}),
-    gb AS (SELECT run_id, count(*) AS n FROM graph_breaks WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
-    rc AS (SELECT run_id, count(*) AS n FROM recompiles WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
-    ct AS (SELECT run_id, sum(entire_frame_compile_time_s) AS s FROM compiles
+    -- the rollups kept at ingest (store/rollups.py), not the events: thousands of rows, not millions
+    gb AS (SELECT run_id, sum(n)::BIGINT AS n FROM rollup_graph_breaks WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
+    rc AS (SELECT run_id, sum(n)::BIGINT AS n FROM rollup_recompiles WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
+    ct AS (SELECT run_id, sum(total_s) AS s FROM rollup_compile_time
            WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
     sp AS (SELECT b.run_id, coalesce(b.model, w.model) AS model, {geomean('b.speedup')} AS g
            FROM bench_results b JOIN w USING (run_id) GROUP BY ALL),

@@ -1,4 +1,5 @@
-"""Recompile storms: recompiles per run and function, storms flagged, guard failures ranked."""
+"""Recompile storms: recompiles per run and function, storms flagged, guard failures ranked. Read
+from the rollups kept at ingest (store/rollups.py); the raw recompiles only for one run's timeline."""
 from __future__ import annotations
 
 import pandas as pd
@@ -19,31 +20,26 @@ def storms(con, f: Filters) -> pd.DataFrame:
     cte, params = runs_cte(f)
     sql = f"""
     WITH {cte},
-    rc AS (SELECT rc.run_id, coalesce(rc.function, '?') AS function, rc.file, rc.line, rc.ts
-           FROM recompiles rc JOIN fr USING (run_id)),
-    per AS (SELECT run_id, function, any_value(file) AS file, any_value(line) AS line,
-                   count(*) AS recompiles, min(ts) AS first_ts, max(ts) AS last_ts
-            FROM rc GROUP BY ALL),
-    burst AS (SELECT run_id, function, max(n) AS burst
-              FROM (SELECT run_id, function, floor(ts / 60) AS minute, count(*) AS n
-                    FROM rc WHERE ts IS NOT NULL GROUP BY ALL)
-              GROUP BY ALL),
-    lh AS (SELECT lh.run_id, coalesce(lh.function, '?') AS function, count(*) AS limit_hits,
+    per AS (SELECT rr.run_id, rr.function, rr.file, rr.line, rr.n AS recompiles, rr.first_ts, rr.last_ts, rr.burst
+            FROM rollup_recompiles rr JOIN fr USING (run_id)),
+    lh AS (SELECT lh.run_id, coalesce(lh.function, '?') AS function, sum(lh.n)::BIGINT AS limit_hits,
                   any_value(lh.limit_name) AS limit_name, any_value(lh.file) AS file, any_value(lh.line) AS line
-           FROM limit_hits lh JOIN fr USING (run_id) GROUP BY ALL),
+           FROM rollup_limit_hits lh JOIN fr USING (run_id) GROUP BY ALL),
     j AS (SELECT run_id, function,
                  coalesce(per.file, lh.file) AS file, coalesce(per.line, lh.line) AS line,
                  coalesce(per.recompiles, 0) AS recompiles, coalesce(lh.limit_hits, 0) AS limit_hits,
-                 lh.limit_name, coalesce(burst.burst, 0) AS burst, per.first_ts, per.last_ts
-          FROM per FULL JOIN lh USING (run_id, function) LEFT JOIN burst USING (run_id, function)),
+                 lh.limit_name, coalesce(per.burst, 0) AS burst, per.first_ts, per.last_ts
+          FROM per FULL JOIN lh USING (run_id, function)),
     top AS (SELECT j.*, fr.model, fr.torch_version, fr.run_time,
                    (j.limit_hits > 0 OR j.recompiles >= ? OR j.burst >= ?) AS storm
             FROM j JOIN fr USING (run_id)
             ORDER BY storm DESC, limit_hits DESC, recompiles DESC, run_time DESC, function LIMIT ?),
-    -- guard categories only for the rows shown: mode() over every failure would dominate the query
-    gf AS (SELECT g.run_id, coalesce(g.function, '?') AS function, mode(g.category) AS top_category,
-                  count(*) AS guard_failures
-           FROM guard_failures g WHERE g.run_id IN (SELECT run_id FROM top) GROUP BY ALL)
+    -- guard categories only for the rows shown; the top category is the mode of the failures
+    gc AS (SELECT g.run_id, coalesce(g.function, '?') AS function, g.category, sum(g.n) AS n
+           FROM rollup_guard_failures g WHERE g.run_id IN (SELECT run_id FROM top) GROUP BY ALL),
+    gf AS (SELECT run_id, function, arg_max(category, n) FILTER (WHERE category IS NOT NULL) AS top_category,
+                  sum(n)::BIGINT AS guard_failures
+           FROM gc GROUP BY ALL)
     SELECT top.run_id, top.model, top.torch_version, top.run_time, top.function, top.file, top.line,
            top.recompiles, top.limit_hits, top.limit_name, top.burst,
            top.last_ts - top.first_ts AS span_s,
@@ -98,11 +94,12 @@ def recompiles_per_day(con, f: Filters) -> pd.DataFrame:
     cte, params = runs_cte(f)
     sql = f"""
     WITH {cte}
-    SELECT date_trunc('day', fr.run_time) AS day, coalesce(gf.category, 'other') AS category, count(*) AS recompiles
-    FROM guard_failures gf JOIN fr USING (run_id) GROUP BY ALL
+    SELECT date_trunc('day', fr.run_time) AS day, coalesce(gf.category, 'other') AS category,
+           sum(gf.n)::BIGINT AS recompiles
+    FROM rollup_guard_failures gf JOIN fr USING (run_id) GROUP BY ALL
     UNION ALL
-    SELECT date_trunc('day', fr.run_time), 'all recompiles', count(*)
-    FROM recompiles rc JOIN fr USING (run_id) GROUP BY ALL
+    SELECT date_trunc('day', fr.run_time), 'all recompiles', sum(rc.n)::BIGINT
+    FROM rollup_recompiles rc JOIN fr USING (run_id) GROUP BY ALL
     ORDER BY 1, 3 DESC
     """
     return df(con, sql, params)
@@ -116,9 +113,9 @@ def guard_categories(con, f: Filters) -> pd.DataFrame:
     # over a few thousand groups instead of millions of failures.
     sql = f"""
     WITH {cte},
-    g AS (SELECT coalesce(gf.category, 'other') AS category, gf.run_id, gf.function, gf.guard_key,
-                 count(*) AS n, any_value(gf.raw) AS raw
-          FROM guard_failures gf WHERE gf.run_id IN (SELECT run_id FROM fr) GROUP BY ALL),
+    g AS (SELECT coalesce(gf.category, 'other') AS category, gf.run_id, gf.function, gf.guard_key, sum(gf.n) AS n,
+                 any_value(gf.raw) AS raw
+          FROM rollup_guard_failures gf WHERE gf.run_id IN (SELECT run_id FROM fr) GROUP BY ALL),
     k AS (SELECT category, arg_max(guard_key, n) AS top_guard, arg_max(raw, n) AS example
           FROM (SELECT category, guard_key, sum(n) AS n, any_value(raw) AS raw FROM g GROUP BY ALL)
           GROUP BY category)
@@ -137,10 +134,10 @@ def top_guards(con, f: Filters) -> pd.DataFrame:
     cte, params = runs_cte(f)
     sql = f"""
     WITH {cte},
-    g AS (SELECT coalesce(gf.guard_key, left(gf.raw, 120)) AS guard, gf.function, gf.run_id, count(*) AS n,
+    g AS (SELECT coalesce(gf.guard_key, left(gf.raw, 120)) AS guard, gf.function, gf.run_id, sum(gf.n) AS n,
                  any_value(gf.category) AS category, any_value(gf.source_name) AS source_name,
                  any_value(gf.expected) AS expected, any_value(gf.actual) AS actual
-          FROM guard_failures gf WHERE gf.run_id IN (SELECT run_id FROM fr) GROUP BY 1, 2, 3)
+          FROM rollup_guard_failures gf WHERE gf.run_id IN (SELECT run_id FROM fr) GROUP BY 1, 2, 3)
     SELECT guard, any_value(category) AS category, any_value(source_name) AS source_name,
            sum(n)::BIGINT AS failures, count(DISTINCT run_id) AS runs,
            string_agg(DISTINCT function, ', ' ORDER BY function) AS functions,

@@ -33,7 +33,9 @@ def _dim(f: Filters) -> str:
 def trend(con, f: Filters) -> pd.DataFrame:
     """Per model and period: geomean speedup, mean compile latency, geomean peak-memory ratio, runs,
     and the versions seen. The period is a day, or an hour / a minute when the selected bench rows
-    span less than a month / three days (a fresh store often holds one afternoon). At most 5,000 points."""
+    span less than a month / three days (a fresh store often holds one afternoon), or a week past a
+    quarter: a year of daily points per model is more than a chart shows and more than a page should
+    send (the view draws this frame three times). At most 5,000 points."""
     cte, params = _bench_cte(f)
     sql = f"""
     WITH {cte},
@@ -41,7 +43,8 @@ def trend(con, f: Filters) -> pd.DataFrame:
     SELECT model,
            CASE WHEN (SELECT s FROM span) < INTERVAL 3 DAY THEN date_trunc('minute', run_time)
                 WHEN (SELECT s FROM span) < INTERVAL 30 DAY THEN date_trunc('hour', run_time)
-                ELSE date_trunc('day', run_time) END AS period,
+                WHEN (SELECT s FROM span) < INTERVAL 92 DAY THEN date_trunc('day', run_time)
+                ELSE date_trunc('week', run_time) END AS period,
            {geomean('speedup')} AS speedup,
            avg(compilation_latency_s) AS compile_s,
            {geomean('compression_ratio')} AS memory_ratio,

@@ -5,8 +5,10 @@ import pandas as pd
 import streamlit as st
 
 from compilewatch.app import charts, ui
-from compilewatch.app.queries import hotspots, overview, recompiles
+from compilewatch.app.queries import overview
 from compilewatch.app.queries import review as review_q
+
+MAX_GROUPS = 10   # model x hardware blocks of verdicts drawn in full
 
 f = ui.page("Weekly review")
 prev = f.previous_window()
@@ -28,8 +30,13 @@ if kpis is not None:
         st.caption(f"Speedup and compile time are figures of one kind of hardware; these runs ran on {len(kinds)} "
                    f"({ui.md(', '.join(kinds))}). Pick one in the sidebar's Hardware filter to see them.")
 
-# The verdict leads: every metric the runs carry, judged per model and hardware (review/).
-verdicts = ui.load(review_q.verdicts, f)
+# The verdict leads: every metric the runs carry, judged per model and hardware (review/). It is
+# computed once per store version and kept in the store: a page load reads its rows.
+kept = ui.load_overview_review(f)
+verdicts = kept.parts["verdicts"] if kept is not None else None
+if kept is not None:
+    st.caption(f"Review as of {kept.computed_at:%Y-%m-%d %H:%M} UTC: the data it read had not changed since "
+               f"(computed in {kept.seconds or 0:.1f} s, kept for every later visit until the next ingest).")
 if verdicts is not None:
     base_f = f.replace(start=prev.start, end=f.end)   # links span both windows
     def links(row) -> dict:
@@ -54,6 +61,14 @@ if verdicts is not None:
     order = {"regression": 0, "suspicious": 1, "improvement": 2}
     ranked = judged.assign(_rank=judged["status"].map(order))
     groups = ranked.groupby(["model", "hardware"], sort=False)["_rank"].min().sort_values(kind="stable")
+    # The worst groups in full; past MAX_GROUPS (an organisation's week can judge hundreds of models)
+    # the rest are counted and left to the filters and the report: every group drawn is sent along.
+    if len(groups) > MAX_GROUPS:
+        rest = groups.iloc[MAX_GROUPS:]
+        st.caption(f"The {MAX_GROUPS} worst of {len(groups)} model × hardware groups are shown; "
+                   f"{int((rest == 0).sum())} more with regressions, {int((rest == 1).sum())} with suspicious changes "
+                   f"and {int((rest == 2).sum())} with improvements are in the report below, or pick models in the sidebar.")
+        groups = groups.iloc[:MAX_GROUPS]
     for n, (model, hw) in enumerate(groups.index):
         part = ranked[(ranked["model"] == model) & (ranked["hardware"] == hw)].sort_values("_rank", kind="stable")
         with st.container(border=True):
@@ -104,7 +119,7 @@ if daily is not None:
 # Stacked, not side by side: both tables need their width for the link column to stay in view.
 with st.container():
     st.subheader("Top graph-break hotspots")
-    top = ui.load(hotspots.hotspots, f.replace(limit=10))
+    top = kept.parts["hotspots"] if kept is not None else None
     if top is not None:
         top = top.assign(detail=[ui.link("hotspots", f, break_key=k) for k in top["break_key"]],
                          what=[ui.short(ui.first_text(t, r, k), 90)
@@ -121,7 +136,7 @@ with st.container():
                  detail=ui.link_col("Detail", width="small"))
 with st.container():
     st.subheader("Top recompile storms")
-    storms = ui.load(recompiles.storms, f.replace(limit=10))
+    storms = kept.parts["storms"] if kept is not None else None
     if storms is not None:
         storms = storms.assign(detail=[ui.link("recompiles", f, run_id=r, function=fn)
                                        for r, fn in zip(storms["run_id"], storms["function"])])

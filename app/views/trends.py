@@ -20,9 +20,12 @@ if trend is not None and trend.empty:
     st.info("No benchmark results (bench.csv or the collector's eager-vs-compiled bench) in these runs. "
             "Run `compilewatch collect --bench …` or widen the time window.", icon=":material/info:")
 elif trend is not None:
-    tabs = st.tabs(["Speedup", "Compile time", "Peak-memory ratio"])
-    for tab, field in zip(tabs, ("speedup", "compile_s", "memory_ratio")):
-        tab.altair_chart(charts.trend(trend, field), width="stretch")
+    # One chart at a time, not three tabs: each chart carries its points to the browser, and a
+    # quarter of a dozen models' days drawn three times came to more than a page should send.
+    fields = {"speedup": "Speedup", "compile_s": "Compile time", "memory_ratio": "Peak-memory ratio"}
+    field = st.segmented_control("Show", list(fields), format_func=fields.get, key="tr_field",
+                                 default="speedup") or "speedup"
+    st.altair_chart(charts.trend(trend, field), width="stretch")
 
     by_version = ui.load(speedups.by_version, f)
     if by_version is not None and not by_version.empty:

@@ -1,0 +1,81 @@
+"""Rollups: what the pages and the review aggregate from the event tables, kept per run and key
+(tables in migrations/009_rollups_review.sql), so a page reads thousands of rollup rows where it read
+millions of events. The event tables stay the truth: a run's rollups are rebuilt from its stored rows
+by the SQL below, inside the transaction of each of its files (store/derived.py), after a reingest,
+and for every run when migration 009 is applied; tests/ingest/test_rollups.py checks each against
+the aggregate over the raw rows.
+
+Each rollup is a function of the run's rows only (WHERE run_id = ?), never of what was there before:
+a file whose rows were written in several batches, a duplicate refused, a file re-parsed or a store
+copied all end with the same rollup rows.
+"""
+from __future__ import annotations
+
+# The hotspot grouping of a graph break; parsers fill break_key, the fallback keeps rows from an
+# older parser grouped too. The pages' drill-down into one key reads graph_breaks with the same text.
+BREAK_KEY = ("coalesce(gb.break_key, concat_ws(' | ', gb.gb_type, gb.reason_norm, "
+             "gb.user_file || ':' || gb.user_line))")
+
+# Each compile phase of one compile (``c``), in seconds (app/queries/compile_time.py says what
+# each is). A compile missing a field counts that phase as 0, so the phases never add up to more
+# than the frame's total.
+PHASE_EXPRS = (
+    ("tracing_s", "greatest(coalesce(c.entire_frame_compile_time_s, 0) - coalesce(c.backend_compile_time_s, 0), 0)"),
+    ("aot_s", "greatest(coalesce(c.backend_compile_time_s, 0) - coalesce(c.inductor_compile_time_s, 0), 0)"),
+    ("inductor_s", "greatest(coalesce(c.inductor_compile_time_s, 0) - coalesce(c.autotune_time_s, 0), 0)"),
+    ("autotune_s", "least(coalesce(c.autotune_time_s, 0), coalesce(c.inductor_compile_time_s, c.autotune_time_s, 0))"),
+)
+# a frame's file: its base name (paths differ across hosts and virtualenvs, base names do not)
+CO_FILE = "regexp_extract(c.co_filename, '[^/\\\\]*$')"
+
+# rollup table -> SELECT of its rows for the runs {flt} picks, in the table's column order
+_ROLLUPS = {
+    "rollup_graph_breaks": f"""
+        SELECT gb.run_id, {BREAK_KEY}, count(*), any_value(gb.gb_type), any_value(gb.gb_code),
+               any_value(coalesce(gb.reason_norm, gb.reason)), any_value(gb.reason), any_value(gb.explanation),
+               any_value(gb.hints), any_value(gb.user_file), any_value(gb.user_line), any_value(gb.user_function),
+               any_value(gb.user_stack) FILTER (WHERE gb.user_stack IS NOT NULL)
+        FROM graph_breaks gb WHERE {{flt}} GROUP BY gb.run_id, {BREAK_KEY}""",
+    "rollup_recompiles": """
+        SELECT rc.run_id, rc.fn, count(*), any_value(rc.file), any_value(rc.line), arg_min(rc.reason, rc.line_no),
+               min(rc.ts), max(rc.ts), coalesce(any_value(b.burst), 0)
+        FROM (SELECT *, coalesce(function, '?') AS fn FROM recompiles WHERE {flt}) rc
+        LEFT JOIN (SELECT run_id, fn, max(n) AS burst
+                   FROM (SELECT run_id, coalesce(function, '?') AS fn, floor(ts / 60) AS minute, count(*) AS n
+                         FROM recompiles WHERE {flt} AND ts IS NOT NULL GROUP BY ALL)
+                   GROUP BY ALL) b USING (run_id, fn)
+        GROUP BY rc.run_id, rc.fn""",
+    "rollup_guard_failures": """
+        SELECT run_id, function, category, guard_key, count(*), min(line_no), arg_min(raw, line_no), any_value(raw), any_value(source_name),
+               any_value(expected), any_value(actual)
+        FROM guard_failures WHERE {flt} GROUP BY ALL""",
+    "rollup_limit_hits": """
+        SELECT run_id, function, limit_name, count(*), any_value(limit_value), any_value(file),
+               any_value(line), any_value(reason)
+        FROM limit_hits WHERE {flt} GROUP BY ALL""",
+    "rollup_compile_time": f"""
+        SELECT c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno, any_value(c.co_filename), count(*),
+               count(*) FILTER (WHERE c.is_recompile),
+               sum(c.entire_frame_compile_time_s),
+               sum(coalesce(c.entire_frame_compile_time_s, 0)) FILTER (WHERE c.is_recompile),
+               {", ".join(f"sum({e})" for _, e in PHASE_EXPRS)},
+               coalesce(sum(m.n), 0), coalesce(sum(coalesce(c.entire_frame_compile_time_s, 0)) FILTER (WHERE m.n > 0), 0)
+        FROM (SELECT * FROM compiles WHERE {{flt}}) c
+        LEFT JOIN (SELECT file_id, compile_id, count(*) AS n FROM cache_events
+                   WHERE {{flt}} AND outcome = 'miss' GROUP BY ALL) m USING (file_id, compile_id)
+        GROUP BY c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno""",
+}
+TABLES = tuple(_ROLLUPS)
+
+
+def refresh_rollups(con, run_id: str | None = None) -> None:
+    """Rebuild the rollups of one run, or of every run when run_id is None, from the event tables.
+    Runs inside the caller's transaction."""
+    for table, select in _ROLLUPS.items():
+        if run_id is None:
+            con.execute(f"DELETE FROM {table}").fetchall()
+            con.execute(f"INSERT INTO {table} {select.replace('{flt}', 'TRUE')}").fetchall()
+        else:
+            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id]).fetchall()
+            n = select.count("{flt}")
+            con.execute(f"INSERT INTO {table} {select.replace('{flt}', 'run_id = ?')}", [run_id] * n).fetchall()

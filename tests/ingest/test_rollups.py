@@ -1,0 +1,202 @@
+"""The rollups kept at ingest (store/rollups.py) equal the aggregate over the raw event rows, on real
+logs, after every way a store is written: a clean ingest, a duplicate ingest, a worker killed with
+SIGKILL mid-ingest and its rerun, `reingest --all`, the migration's backfill of an existing store, and
+`store copy` (to a DuckLake store on a real PostgreSQL too).
+
+The expected figures are computed here in pandas from the raw rows, not by the rollups' SQL."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import open_store
+
+REPO = Path(__file__).resolve().parents[2]
+TRACES = sorted((REPO / "tests" / "fixtures" / "trace").glob("*.log.gz"))
+TEXTS = sorted((REPO / "tests" / "fixtures" / "text").glob("torch2.13_*.log"))
+BUNDLES = sorted((REPO / "sample_logs" / "cpu-torch2.13").glob("*.tar.gz"))[:3]
+INPUTS = [*TRACES, *TEXTS, *BUNDLES]
+MORE = sorted((REPO / "sample_logs" / "cpu-torch2.13").glob("*.tar.gz"))[3]
+
+
+def _raw(con, table: str) -> pd.DataFrame:
+    return con.execute(f"SELECT * FROM {table}").df()
+
+
+def _key(frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Sorted by every column, nulls as a sentinel, so two frames of the same rows compare equal."""
+    out = frame[cols].astype(object).where(frame[cols].notna(), "<null>").astype(str)
+    return out.sort_values(cols).reset_index(drop=True)
+
+
+def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
+    """Per rollup table: the aggregate of the raw rows (pandas), and the columns compared."""
+    gb = _raw(con, "graph_breaks")
+    key = gb["break_key"].copy()
+    fallback = gb.apply(lambda r: " | ".join(str(x) for x in (r.gb_type, r.reason_norm,
+                                                                (f"{r.user_file}:{int(r.user_line)}"
+                                                                 if pd.notna(r.user_file) and pd.notna(r.user_line) else None))
+                                             if x is not None and not (isinstance(x, float) and np.isnan(x))), axis=1)
+    gb["k"] = key.where(key.notna(), fallback)
+    out = {"rollup_graph_breaks": (gb.groupby(["run_id", "k"], dropna=False).size().reset_index(name="n")
+                                   .rename(columns={"k": "break_key"}), ["run_id", "break_key", "n"])}
+
+    rc = _raw(con, "recompiles")
+    rc["function"] = rc["function"].fillna("?")
+    g = rc.groupby(["run_id", "function"])
+    per = g.agg(n=("line_no", "size"), first_ts=("ts", "min"), last_ts=("ts", "max")).reset_index()
+    per["first_reason"] = g.apply(lambda x: x.sort_values("line_no")["reason"].iloc[0], include_groups=False).values
+    timed = rc[rc["ts"].notna()].assign(minute=lambda x: np.floor(x["ts"] / 60))
+    burst = (timed.groupby(["run_id", "function", "minute"]).size().groupby(["run_id", "function"]).max()
+             .rename("burst").reset_index())
+    per = per.merge(burst, on=["run_id", "function"], how="left").fillna({"burst": 0})
+    per["burst"] = per["burst"].astype(int)
+    out["rollup_recompiles"] = (per, ["run_id", "function", "n", "first_ts", "last_ts", "burst"])
+
+    gf = _raw(con, "guard_failures")
+    cols = ["run_id", "function", "category", "guard_key"]
+    out["rollup_guard_failures"] = (gf.groupby(cols, dropna=False).agg(n=("line_no", "size"),
+                                                                       first_line_no=("line_no", "min")).reset_index(),
+                                    [*cols, "n", "first_line_no"])
+    lh = _raw(con, "limit_hits")
+    cols = ["run_id", "function", "limit_name"]
+    out["rollup_limit_hits"] = (lh.groupby(cols, dropna=False).size().reset_index(name="n"), [*cols, "n"])
+
+    c = _raw(con, "compiles")
+    c["co_file"] = c["co_filename"].str.extract(r"([^/\\]*)$", expand=False)
+    z = {k: c[k].fillna(0) for k in ("entire_frame_compile_time_s", "backend_compile_time_s",
+                                     "inductor_compile_time_s", "autotune_time_s")}
+    c["tracing_s"] = (z["entire_frame_compile_time_s"] - z["backend_compile_time_s"]).clip(lower=0)
+    c["aot_s"] = (z["backend_compile_time_s"] - z["inductor_compile_time_s"]).clip(lower=0)
+    c["inductor_s"] = (z["inductor_compile_time_s"] - z["autotune_time_s"]).clip(lower=0)
+    c["autotune_s"] = np.minimum(z["autotune_time_s"], c["inductor_compile_time_s"].fillna(z["autotune_time_s"]))
+    c["recompile"] = c["is_recompile"].fillna(False).astype(bool)
+    ce = _raw(con, "cache_events")
+    misses = ce[ce["outcome"] == "miss"].groupby(["file_id", "compile_id"]).size().rename("m").reset_index()
+    c = c.merge(misses, on=["file_id", "compile_id"], how="left")
+    c["m"] = c["m"].fillna(0)
+    cols = ["run_id", "co_name", "co_file", "co_firstlineno"]
+    ct = c.groupby(cols, dropna=False).agg(
+        compiles=("line_no", "size"), recompiles=("recompile", "sum"),
+        total_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)),
+        tracing_s=("tracing_s", "sum"), aot_s=("aot_s", "sum"), inductor_s=("inductor_s", "sum"),
+        autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum")).reset_index()
+    for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
+        ct[col] = ct[col].round(6)
+    ct["cache_misses"] = ct["cache_misses"].astype(int)
+    out["rollup_compile_time"] = (ct, [*cols, "compiles", "recompiles", "total_s", "tracing_s", "aot_s",
+                                       "inductor_s", "autotune_s", "cache_misses"])
+    return out
+
+
+def assert_rollups_match(store) -> dict[str, int]:
+    """Every rollup equals the raw rows' aggregate; returns the rollups' row counts."""
+    sizes = {}
+    with store.read() as con:
+        for table, (want, cols) in _expected(con).items():
+            got = _raw(con, table)
+            if table == "rollup_compile_time":
+                for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
+                    got[col] = got[col].astype(float).round(6)
+            assert len(got) == len(want), (table, len(got), len(want))
+            pd.testing.assert_frame_equal(_key(got, cols), _key(want, cols), obj=table)
+            sizes[table] = len(got)
+        for table, raw in (("rollup_graph_breaks", "graph_breaks"), ("rollup_recompiles", "recompiles"),
+                           ("rollup_guard_failures", "guard_failures"), ("rollup_limit_hits", "limit_hits"),
+                           ("rollup_compile_time", "compiles")):
+            col = "compiles" if table == "rollup_compile_time" else "n"
+            total, n_raw = con.execute(f"SELECT (SELECT coalesce(sum({col}), 0) FROM {table}), "
+                                       f"(SELECT count(*) FROM {raw})").fetchall()[0]
+            assert total == n_raw, (table, total, n_raw)
+    return sizes
+
+
+def _cli(args, env=None, **kw):
+    return subprocess.Popen([sys.executable, "-m", "compilewatch", *map(str, args)], cwd=REPO,
+                            env=env or os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _run(args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compilewatch", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tmp_path):
+    db = tmp_path / "a" / "cw.duckdb"
+    store = open_store(db)
+    # a worker killed mid-ingest: some files committed, one in flight
+    worker = _cli(["ingest", "--quiet", "--db", db, *INPUTS])
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        try:
+            with store.read(timeout=0.5) as con:
+                if con.execute("SELECT count(*) FROM files").fetchall()[0][0] >= 2:
+                    break
+        except Exception:   # the worker holds the writer lock: look again
+            pass
+        time.sleep(0.05)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait()
+    store = open_store(db)
+    with store.read() as con:
+        stored_before = con.execute("SELECT count(*) FROM files").fetchall()[0][0]
+    assert stored_before >= 2
+    assert_rollups_match(store)
+
+    # the rerun stores the rest; a second, duplicate ingest changes nothing
+    assert _run(["ingest", "--quiet", "--db", db, *INPUTS]).returncode == 0
+    sizes = assert_rollups_match(store)
+    assert all(n > 0 for n in sizes.values()), sizes
+    r = _run(["ingest", "--db", db, *INPUTS])
+    assert r.returncode == 0 and re.search(r"^0 stored, \d+ duplicate", r.stdout, re.M), r.stdout
+    assert assert_rollups_match(store) == sizes
+
+    # a clean ingest of the same inputs holds the same rollups
+    clean = open_store(tmp_path / "clean" / "cw.duckdb")
+    assert ingest_paths(clean, INPUTS).ok
+    assert assert_rollups_match(clean) == sizes
+
+    # every file parsed again: rows replaced, rollups rebuilt
+    r = _run(["reingest", "--all", "--db", db])
+    assert r.returncode == 0, r.stderr
+    assert assert_rollups_match(store) == sizes
+
+    # an existing store from before the rollups: the migration backfills them
+    with store.write() as con:
+        for t in ("rollup_graph_breaks", "rollup_recompiles", "rollup_guard_failures", "rollup_limit_hits",
+                  "rollup_compile_time", "review_snapshots", "review_rows"):
+            con.execute(f"DROP TABLE {t}")
+        con.execute("DELETE FROM _migrations WHERE name = '009_rollups_review.sql'")
+    assert assert_rollups_match(open_store(db)) == sizes
+
+
+def test_rollups_equal_raw_after_store_copy_both_ways(tmp_path, lake_spec):
+    first = tmp_path / "first" / "cw.duckdb"
+    src = open_store(first)
+    assert ingest_paths(src, INPUTS).ok
+    sizes = assert_rollups_match(src)
+    data = tmp_path / "lake-data"
+    r = _run(["store", "copy", "--from", first, "--to", lake_spec, "--to-data-path", data])
+    assert r.returncode == 0, r.stderr
+    lake = open_store(lake_spec, data)
+    try:
+        assert assert_rollups_match(lake) == sizes
+        back = tmp_path / "back" / "cw.duckdb"
+        r = _run(["store", "copy", "--from", lake_spec, "--from-data-path", data, "--to", back])
+        assert r.returncode == 0, r.stderr
+        assert assert_rollups_match(open_store(back)) == sizes
+        # the copy goes on being written: an ingest into the lake keeps its rollups right
+        assert ingest_paths(lake, [MORE]).ok
+        grown = assert_rollups_match(lake)
+        assert grown != sizes
+    finally:
+        lake.close()

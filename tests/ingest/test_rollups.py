@@ -1,7 +1,7 @@
-"""The rollups kept at ingest (store/rollups.py) equal the aggregate over the raw event rows, on real
-logs, after every way a store is written: a clean ingest, a duplicate ingest, a worker killed with
-SIGKILL mid-ingest and its rerun, `reingest --all`, the migration's backfill of an existing store, and
-`store copy` (to a DuckLake store on a real PostgreSQL too).
+"""The rollups kept at ingest (per run: store/rollups.py; per day and cell: store/day_rollups.py)
+equal the aggregate over the raw event rows, on real logs, after every way a store is written: a
+clean ingest, a duplicate ingest, a worker killed with SIGKILL mid-ingest and its rerun, `reingest
+--all`, the migrations' backfill of an existing store, and `store copy` (to a DuckLake store on a real PostgreSQL too).
 
 The expected figures are computed here in pandas from the raw rows, not by the rollups' SQL."""
 from __future__ import annotations
@@ -95,6 +95,32 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     ct["cache_misses"] = ct["cache_misses"].astype(int)
     out["rollup_compile_time"] = (ct, [*cols, "compiles", "recompiles", "total_s", "tracing_s", "aot_s",
                                        "inductor_s", "autotune_s", "cache_misses"])
+    out.update(_expected_day(con, gf, rc))
+    return out
+
+
+def _expected_day(con, gf: pd.DataFrame, rc: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
+    """The day rollups (store/day_rollups.py) from the raw rows: each run's cell from its runs row,
+    failures and recompiles summed per cell and key, runs counted distinct."""
+    runs = _raw(con, "runs")
+    runs["day"] = pd.to_datetime(runs["started_at"].fillna(runs["ingested_at"])).dt.strftime("%Y-%m-%d")
+    runs["hardware"] = runs["hardware"].fillna("unknown")
+    cell = ["day", "model", "hardware", "torch_version", "label"]
+    out = {"rollup_day_runs": (runs, ["run_id", *cell])}
+    g = gf.merge(runs[["run_id", *cell]], on="run_id")
+    g["guard"] = g["guard_key"].where(g["guard_key"].notna(), g["raw"].str[:120])
+    g["category_or_other"] = g["category"].fillna("other")
+
+    def per(frame, keys):
+        return (frame.groupby(keys, dropna=False).agg(n=("run_id", "size"), runs=("run_id", "nunique"))
+                .reset_index())
+    parts = [per(g, [*cell, "category", "guard", "guard_key", "function"]).assign(grain="key"),
+             per(g, [*cell, "category_or_other"]).rename(columns={"category_or_other": "category"}).assign(grain="category"),
+             per(g, [*cell, "guard"]).assign(grain="guard")]
+    out["rollup_day_guard_failures"] = (pd.concat(parts, ignore_index=True),
+                                        [*cell, "grain", "category", "guard", "guard_key", "function", "n", "runs"])
+    r = rc.merge(runs[["run_id", *cell]], on="run_id")
+    out["rollup_day_recompiles"] = (per(r, [*cell, "function"]), [*cell, "function", "n", "runs"])
     return out
 
 
@@ -104,6 +130,8 @@ def assert_rollups_match(store) -> dict[str, int]:
     with store.read() as con:
         for table, (want, cols) in _expected(con).items():
             got = _raw(con, table)
+            if "day" in got:
+                got["day"] = pd.to_datetime(got["day"]).dt.strftime("%Y-%m-%d")
             if table == "rollup_compile_time":
                 for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
                     got[col] = got[col].astype(float).round(6)
@@ -173,9 +201,10 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
     # an existing store from before the rollups: the migration backfills them
     with store.write() as con:
         for t in ("rollup_graph_breaks", "rollup_recompiles", "rollup_guard_failures", "rollup_limit_hits",
-                  "rollup_compile_time", "review_snapshots", "review_rows"):
+                  "rollup_compile_time", "review_snapshots", "review_rows", "rollup_day_runs",
+                  "rollup_day_guard_failures", "rollup_day_recompiles"):
             con.execute(f"DROP TABLE {t}")
-        con.execute("DELETE FROM _migrations WHERE name = '009_rollups_review.sql'")
+        con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 

@@ -50,3 +50,27 @@ CREATE TABLE rollup_day_recompiles (
     n               BIGINT,
     runs            BIGINT
 );
+
+-- compile time per cell and frame (rollup_compile_time's key), summed over the cell's runs
+CREATE TABLE rollup_day_compile_time (
+    day             DATE,
+    model           VARCHAR,
+    hardware        VARCHAR,
+    torch_version   VARCHAR,
+    label           VARCHAR,
+    co_name         VARCHAR,
+    co_file         VARCHAR,
+    co_firstlineno  INTEGER,
+    co_filename     VARCHAR,            -- one full path (any)
+    runs            BIGINT,
+    compiles        BIGINT,
+    recompiles      BIGINT,
+    total_s         DOUBLE,
+    recompile_s     DOUBLE,
+    tracing_s       DOUBLE,
+    aot_s           DOUBLE,
+    inductor_s      DOUBLE,
+    autotune_s      DOUBLE,
+    cache_misses    BIGINT,
+    cache_miss_s    DOUBLE
+);

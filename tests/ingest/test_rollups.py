@@ -95,13 +95,14 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     ct["cache_misses"] = ct["cache_misses"].astype(int)
     out["rollup_compile_time"] = (ct, [*cols, "compiles", "recompiles", "total_s", "tracing_s", "aot_s",
                                        "inductor_s", "autotune_s", "cache_misses"])
-    out.update(_expected_day(con, gf, rc))
+    out.update(_expected_day(con, gf, rc, c))
     return out
 
 
-def _expected_day(con, gf: pd.DataFrame, rc: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
+def _expected_day(con, gf: pd.DataFrame, rc: pd.DataFrame,
+                  c: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     """The day rollups (store/day_rollups.py) from the raw rows: each run's cell from its runs row,
-    failures and recompiles summed per cell and key, runs counted distinct."""
+    failures, recompiles and compile time summed per cell and key, runs counted distinct."""
     runs = _raw(con, "runs")
     runs["day"] = pd.to_datetime(runs["started_at"].fillna(runs["ingested_at"])).dt.strftime("%Y-%m-%d")
     runs["hardware"] = runs["hardware"].fillna("unknown")
@@ -121,6 +122,16 @@ def _expected_day(con, gf: pd.DataFrame, rc: pd.DataFrame) -> dict[str, tuple[pd
                                         [*cell, "grain", "category", "guard", "guard_key", "function", "n", "runs"])
     r = rc.merge(runs[["run_id", *cell]], on="run_id")
     out["rollup_day_recompiles"] = (per(r, [*cell, "function"]), [*cell, "function", "n", "runs"])
+    frame = [*cell, "co_name", "co_file", "co_firstlineno"]
+    ct = c.merge(runs[["run_id", *cell]], on="run_id").groupby(frame, dropna=False).agg(
+        runs=("run_id", "nunique"), compiles=("line_no", "size"), recompiles=("recompile", "sum"),
+        total_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)),
+        tracing_s=("tracing_s", "sum"), autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum")).reset_index()
+    for col in ("total_s", "tracing_s", "autotune_s"):
+        ct[col] = ct[col].round(6)
+    ct["cache_misses"] = ct["cache_misses"].astype(int)
+    out["rollup_day_compile_time"] = (ct, [*frame, "runs", "compiles", "recompiles", "total_s", "tracing_s",
+                                           "autotune_s", "cache_misses"])
     return out
 
 
@@ -132,7 +143,7 @@ def assert_rollups_match(store) -> dict[str, int]:
             got = _raw(con, table)
             if "day" in got:
                 got["day"] = pd.to_datetime(got["day"]).dt.strftime("%Y-%m-%d")
-            if table == "rollup_compile_time":
+            if table in ("rollup_compile_time", "rollup_day_compile_time"):
                 for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
                     got[col] = got[col].astype(float).round(6)
             assert len(got) == len(want), (table, len(got), len(want))
@@ -202,7 +213,7 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
     with store.write() as con:
         for t in ("rollup_graph_breaks", "rollup_recompiles", "rollup_guard_failures", "rollup_limit_hits",
                   "rollup_compile_time", "review_snapshots", "review_rows", "rollup_day_runs",
-                  "rollup_day_guard_failures", "rollup_day_recompiles"):
+                  "rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time"):
             con.execute(f"DROP TABLE {t}")
         con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql')")
     assert assert_rollups_match(open_store(db)) == sizes

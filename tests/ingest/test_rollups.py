@@ -240,3 +240,20 @@ def test_rollups_equal_raw_after_store_copy_both_ways(tmp_path, lake_spec):
         assert grown != sizes
     finally:
         lake.close()
+
+
+def test_day_rollups_follow_a_run_that_moves_to_another_cell(tmp_path):
+    """Two logs of one job (--run-id), the second ingested with --model: the run's model fills in,
+    so its rows leave the model-less cell for the model's; the old cell must not keep them."""
+    store = open_store(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, [TEXTS[0]], run_id="job-1").ok
+    assert_rollups_match(store)
+    with store.read() as con:
+        assert con.execute("SELECT model FROM rollup_day_runs WHERE run_id = 'job-1'").fetchall() == [(None,)]
+    assert ingest_paths(store, [TRACES[0]], run_id="job-1", model="resnet50").ok
+    sizes = assert_rollups_match(store)
+    with store.read() as con:
+        assert con.execute("SELECT model FROM rollup_day_runs WHERE run_id = 'job-1'").fetchall() == [("resnet50",)]
+        for table in ("rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time"):
+            assert con.execute(f"SELECT count(*) FROM {table} WHERE model IS NULL").fetchall()[0][0] == 0, table
+    assert sizes["rollup_day_compile_time"] > 0

@@ -257,3 +257,40 @@ def test_day_rollups_follow_a_run_that_moves_to_another_cell(tmp_path):
         for table in ("rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time"):
             assert con.execute(f"SELECT count(*) FROM {table} WHERE model IS NULL").fetchall()[0][0] == 0, table
     assert sizes["rollup_day_compile_time"] > 0
+
+
+def test_pages_read_from_the_day_level_equal_the_raw_counts(tmp_path):
+    """The recompile and compile-time tables read the day rollups: their failures, runs and
+    functions equal the counts over the raw rows, over every run and over one day."""
+    from compilewatch.app.filters import Filters
+    from compilewatch.app.queries import compile_time, recompiles
+
+    store = open_store(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, INPUTS).ok
+    with store.read() as con:
+        gf = _raw(con, "guard_failures").merge(
+            con.execute("SELECT run_id, coalesce(started_at, ingested_at)::DATE AS day FROM runs").df(), on="run_id")
+        c = _raw(con, "compiles").merge(
+            con.execute("SELECT run_id, coalesce(started_at, ingested_at)::DATE AS day FROM runs").df(), on="run_id")
+        days = sorted(gf["day"].unique())
+        for f, keep in ((Filters(limit=1000), slice(None)), (Filters(start=days[0], end=days[0], limit=1000), days[0])):
+            g = gf if keep == slice(None) else gf[gf["day"] == keep]
+            got = recompiles.guard_categories(con, f).set_index("category")
+            want = g.assign(category=g["category"].fillna("other")).groupby("category").agg(
+                failures=("run_id", "size"), runs=("run_id", "nunique"), functions=("function", "nunique"))
+            pd.testing.assert_frame_equal(got[["failures", "runs", "functions"]].sort_index(), want.sort_index(),
+                                          check_dtype=False, check_names=False)
+            got = recompiles.top_guards(con, f).set_index("guard")
+            keyed = g[g["guard_key"].notna()]
+            want = keyed.groupby("guard_key").agg(failures=("run_id", "size"), runs=("run_id", "nunique"))
+            pd.testing.assert_frame_equal(got.loc[want.index, ["failures", "runs"]].sort_index(), want.sort_index(),
+                                          check_dtype=False, check_names=False)
+            cc = c if keep == slice(None) else c[c["day"] == keep]
+            cc = cc[cc["co_name"].notna()]
+            cc = cc.assign(code=cc["co_filename"].str.extract(r"([^/\\]*)$", expand=False) + ":"
+                           + cc["co_firstlineno"].astype("Int64").astype(str))
+            want = cc.groupby(["co_name", "code"]).agg(compiles=("run_id", "size"), runs=("run_id", "nunique"))
+            got = compile_time.frame_hotspots(con, f).set_index(["co_name", "code"])
+            assert len(got) == len(want)
+            pd.testing.assert_frame_equal(got.loc[want.index, ["compiles", "runs"]].sort_index(), want.sort_index(),
+                                          check_dtype=False, check_names=False)

@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-# A run's time: when it started, or when it was ingested for loose logs that do not say.
-RUN_TIME = "coalesce(r.started_at, r.ingested_at)"
-# The hardware key ingest derives for every run (store/hardware.py); a run it could not tell is
-# "unknown", a group of its own.
-HARDWARE = "coalesce(r.hardware, 'unknown')"
+from compilewatch.store.run_keys import HARDWARE, RUN_TIME
 
 
 def df(con, sql: str, params: list | None = None) -> pd.DataFrame:

@@ -1,9 +1,10 @@
 """Per-run facts derived from a run's stored rows: its hardware (store/hardware.py), its
-metrics (store/run_metrics.py) and its rollups (store/rollups.py). Refreshed inside the ingest
-transaction of each of the run's files, after a reingest, and for every stored run when the
-migration that added them is applied."""
+metrics (store/run_metrics.py), its rollups (store/rollups.py) and the day rollups of its cell
+(store/day_rollups.py). Refreshed inside the ingest transaction of each of the run's files, after a
+reingest, and for every stored run when the migration that added them is applied."""
 from __future__ import annotations
 
+from compilewatch.store.day_rollups import refresh_day_rollups
 from compilewatch.store.hardware import refresh_hardware
 from compilewatch.store.rollups import refresh_rollups
 from compilewatch.store.run_metrics import refresh_run_metrics
@@ -14,6 +15,7 @@ from compilewatch.store.run_metrics import refresh_run_metrics
 BACKFILLS = {
     "007_cudagraphs.sql": (refresh_hardware, refresh_run_metrics),
     "009_rollups_review.sql": (refresh_rollups,),
+    "010_day_rollups.sql": (refresh_day_rollups,),
 }
 
 
@@ -21,6 +23,7 @@ def refresh_run(con, run_id: str) -> None:
     refresh_hardware(con, run_id)
     refresh_run_metrics(con, run_id)
     refresh_rollups(con, run_id)
+    refresh_day_rollups(con, run_id)   # after the per-run rollups it sums
 
 
 def refresh_all(con) -> None:
@@ -28,6 +31,7 @@ def refresh_all(con) -> None:
     refresh_hardware(con)
     refresh_run_metrics(con)
     refresh_rollups(con)
+    refresh_day_rollups(con)
 
 
 def after_migration(con, name: str) -> None:

@@ -6,10 +6,7 @@ from datetime import datetime, time, timedelta
 import pandas as pd
 
 from compilewatch.app.filters import Filters
-from compilewatch.review.series import HARDWARE
-
-# A run's time: when it started, or when it was ingested for loose logs that do not say.
-RUN_TIME = "coalesce(r.started_at, r.ingested_at)"
+from compilewatch.store.run_keys import HARDWARE, RUN_TIME
 
 # exp(avg(ln(x))) over positive values: PyTorch's dashboards geomean speedups the same way.
 def geomean(expr: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from compilewatch.app.cells import cell_where
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import df, runs_cte
 from compilewatch.store.rollups import PHASE_EXPRS
@@ -27,8 +28,15 @@ _PHASE_SUMS = ",\n    ".join(f"sum({e}) AS {n}" for n, e in PHASE_EXPRS)
 # names and lines do not, as graph-break keys group breaks).
 _FRAMES = """
 cc AS (
-    SELECT c.*, fr.model, fr.torch_version FROM rollup_compile_time c JOIN fr USING (run_id)
+    SELECT c.*, fr.model, fr.torch_version, 1 AS runs FROM rollup_compile_time c JOIN fr USING (run_id)
     WHERE c.co_name IS NOT NULL
+)"""
+# The same per cell and frame, from the day rollups (store/day_rollups.py): what a view over the
+# whole window reads when its filters are all part of a cell. runs counts the cell's runs with the
+# frame; a run lies in one cell, so runs add up across cells.
+_DAY_FRAMES = """
+cc AS (
+    SELECT d.* FROM rollup_day_compile_time d WHERE d.co_name IS NOT NULL AND {where}
 )"""
 
 _DOMINANT = """CASE greatest(tracing_s, aot_s, inductor_s, autotune_s)
@@ -43,17 +51,23 @@ def frame_hotspots(con, f: Filters) -> pd.DataFrame:
     autotune_s, dominant (the phase with the most time), cache_misses (FX graph / AOTAutograd cache
     lookups that missed), cache_miss_s (compile time of the compiles that missed), share_pct (of all compile
     time in the filter)."""
-    cte, params = runs_cte(f)
     search = ""
     if f.search:
+        # a search reads each run's full path of the frame, which the day rollups keep one of:
+        # per-run rollups then
+        cte, params = runs_cte(f)
+        frames = f"{cte}, {_FRAMES}"
         search = "WHERE (co_name ILIKE ? OR co_filename ILIKE ?)"
         params = params + [f"%{f.search}%"] * 2
+    else:
+        where, params = cell_where(f)
+        frames = _DAY_FRAMES.format(where=where)
     sql = f"""
-    WITH {cte}, {_FRAMES},
+    WITH {frames},
     agg AS (
         SELECT co_name, co_file, co_firstlineno, any_value(co_filename) AS co_filename,
                sum(compiles)::BIGINT AS compiles, sum(recompiles)::BIGINT AS recompiles,
-               count(DISTINCT run_id) AS runs,
+               sum(runs)::BIGINT AS runs,
                string_agg(DISTINCT model, ', ' ORDER BY model) AS models,
                string_agg(DISTINCT torch_version, ', ' ORDER BY torch_version) AS torch_versions,
                coalesce(sum(total_s), 0) AS total_s, sum(recompile_s) AS recompile_s,

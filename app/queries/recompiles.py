@@ -1,10 +1,13 @@
 """Recompile storms: recompiles per run and function, storms flagged, guard failures ranked. Read
-from the rollups kept at ingest (store/rollups.py); the raw recompiles only for one run's timeline."""
+from the rollups kept at ingest: per run (store/rollups.py) for the storms, per day and cell
+(store/day_rollups.py) for the views over the whole window; the raw recompiles only for one run's
+timeline."""
 from __future__ import annotations
 
 import pandas as pd
 
 from compilewatch.app.filters import Filters
+from compilewatch.app.cells import cell_where
 from compilewatch.app.queries.common import df, runs_cte
 from compilewatch.review.hints import guard_hint
 
@@ -90,58 +93,59 @@ def timeline(con, f: Filters) -> pd.DataFrame:
 
 def recompiles_per_day(con, f: Filters) -> pd.DataFrame:
     """Per day of the filtered runs: recompiles, and guard failures split by category
-    (columns day, category, recompiles; category "all recompiles" holds the recompile count)."""
-    cte, params = runs_cte(f)
+    (columns day, category, recompiles; category "all recompiles" holds the recompile count).
+    Read from the day rollups: every filter it takes is part of a cell."""
+    where, params = cell_where(f)
     sql = f"""
-    WITH {cte}
-    SELECT date_trunc('day', fr.run_time) AS day, coalesce(gf.category, 'other') AS category,
-           sum(gf.n)::BIGINT AS recompiles
-    FROM rollup_guard_failures gf JOIN fr USING (run_id) GROUP BY ALL
+    SELECT d.day::TIMESTAMP AS day, d.category, sum(d.n)::BIGINT AS recompiles
+    FROM rollup_day_guard_failures d WHERE d.grain = 'category' AND {where} GROUP BY ALL
     UNION ALL
-    SELECT date_trunc('day', fr.run_time), 'all recompiles', sum(rc.n)::BIGINT
-    FROM rollup_recompiles rc JOIN fr USING (run_id) GROUP BY ALL
+    SELECT d.day::TIMESTAMP, 'all recompiles', sum(d.n)::BIGINT
+    FROM rollup_day_recompiles d WHERE {where} GROUP BY ALL
     ORDER BY 1, 3 DESC
     """
-    return df(con, sql, params)
+    return df(con, sql, params + params)
 
 
 def guard_categories(con, f: Filters) -> pd.DataFrame:
     """Guard-failure categories ranked by failures: runs and functions affected, the most common
-    guard (guard_key) with an example raw guard, and a fix hint."""
-    cte, params = runs_cte(f)
-    # Two levels: (category, run, function, guard) first, so the distinct counts and the mode run
-    # over a few thousand groups instead of millions of failures.
+    guard (guard_key) with an example raw guard, and a fix hint. Read from the day rollups: the
+    failures and runs of a category from its 'category' rows (a run lies in one cell, so runs add
+    up), the functions and the top guard from its 'key' rows."""
+    where, params = cell_where(f)
     sql = f"""
-    WITH {cte},
-    g AS (SELECT coalesce(gf.category, 'other') AS category, gf.run_id, gf.function, gf.guard_key, sum(gf.n) AS n,
-                 any_value(gf.raw) AS raw
-          FROM rollup_guard_failures gf WHERE gf.run_id IN (SELECT run_id FROM fr) GROUP BY ALL),
+    WITH g AS (SELECT coalesce(d.category, 'other') AS category, d.function, d.guard_key, sum(d.n) AS n,
+                      any_value(d.raw) AS raw
+               FROM rollup_day_guard_failures d WHERE d.grain = 'key' AND {where} GROUP BY ALL),
     k AS (SELECT category, arg_max(guard_key, n) AS top_guard, arg_max(raw, n) AS example
           FROM (SELECT category, guard_key, sum(n) AS n, any_value(raw) AS raw FROM g GROUP BY ALL)
-          GROUP BY category)
-    SELECT category, sum(n)::BIGINT AS failures, count(DISTINCT run_id) AS runs,
-           count(DISTINCT function) AS functions, any_value(k.top_guard) AS top_guard,
-           left(any_value(k.example), 300) AS example
-    FROM g JOIN k USING (category) GROUP BY category ORDER BY failures DESC, category LIMIT 20
+          GROUP BY category),
+    fn AS (SELECT category, count(DISTINCT function) AS functions FROM g GROUP BY category),
+    c AS (SELECT d.category, sum(d.n)::BIGINT AS failures, sum(d.runs)::BIGINT AS runs
+          FROM rollup_day_guard_failures d WHERE d.grain = 'category' AND {where} GROUP BY ALL)
+    SELECT category, c.failures, c.runs, fn.functions, k.top_guard, left(k.example, 300) AS example
+    FROM c JOIN k USING (category) JOIN fn USING (category) ORDER BY failures DESC, category LIMIT 20
     """
-    out = df(con, sql, params)
+    out = df(con, sql, params + params)
     out["hint"] = [guard_hint(c) for c in out["category"]]
     return out
 
 
 def top_guards(con, f: Filters) -> pd.DataFrame:
-    """The guards that fail most (grouped by number-free guard_key), with where and an example."""
-    cte, params = runs_cte(f)
+    """The guards that fail most (grouped by number-free guard_key), with where and an example.
+    Read from the day rollups: runs from the guard's 'guard' rows, the rest from its 'key' rows."""
+    where, params = cell_where(f)
     sql = f"""
-    WITH {cte},
-    g AS (SELECT coalesce(gf.guard_key, left(gf.raw, 120)) AS guard, gf.function, gf.run_id, sum(gf.n) AS n,
-                 any_value(gf.category) AS category, any_value(gf.source_name) AS source_name,
-                 any_value(gf.expected) AS expected, any_value(gf.actual) AS actual
-          FROM rollup_guard_failures gf WHERE gf.run_id IN (SELECT run_id FROM fr) GROUP BY 1, 2, 3)
+    WITH g AS (SELECT d.guard, d.function, sum(d.n) AS n, any_value(d.category) AS category,
+                      any_value(d.source_name) AS source_name, any_value(d.expected) AS expected,
+                      any_value(d.actual) AS actual
+               FROM rollup_day_guard_failures d WHERE d.grain = 'key' AND {where} GROUP BY 1, 2),
+    r AS (SELECT d.guard, sum(d.runs)::BIGINT AS runs
+          FROM rollup_day_guard_failures d WHERE d.grain = 'guard' AND {where} GROUP BY 1)
     SELECT guard, any_value(category) AS category, any_value(source_name) AS source_name,
-           sum(n)::BIGINT AS failures, count(DISTINCT run_id) AS runs,
+           sum(n)::BIGINT AS failures, any_value(r.runs) AS runs,
            string_agg(DISTINCT function, ', ' ORDER BY function) AS functions,
            any_value(expected) AS expected, any_value(actual) AS actual
-    FROM g GROUP BY guard ORDER BY failures DESC, guard LIMIT ?
+    FROM g LEFT JOIN r USING (guard) GROUP BY guard ORDER BY failures DESC, guard LIMIT ?
     """
-    return df(con, sql, params + [int(f.limit)])
+    return df(con, sql, params + params + [int(f.limit)])

@@ -1,7 +1,7 @@
-"""The rollups kept at ingest (store/rollups.py) equal the aggregate over the raw event rows, on real
-logs, after every way a store is written: a clean ingest, a duplicate ingest, a worker killed with
-SIGKILL mid-ingest and its rerun, `reingest --all`, the migration's backfill of an existing store, and
-`store copy` (to a DuckLake store on a real PostgreSQL too).
+"""The rollups kept at ingest (per run: store/rollups.py; per day and cell: store/day_rollups.py)
+equal the aggregate over the raw event rows, on real logs, after every way a store is written: a
+clean ingest, a duplicate ingest, a worker killed with SIGKILL mid-ingest and its rerun, `reingest
+--all`, the migrations' backfill of an existing store, and `store copy` (to a DuckLake store on a real PostgreSQL too).
 
 The expected figures are computed here in pandas from the raw rows, not by the rollups' SQL."""
 from __future__ import annotations
@@ -95,6 +95,43 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     ct["cache_misses"] = ct["cache_misses"].astype(int)
     out["rollup_compile_time"] = (ct, [*cols, "compiles", "recompiles", "total_s", "tracing_s", "aot_s",
                                        "inductor_s", "autotune_s", "cache_misses"])
+    out.update(_expected_day(con, gf, rc, c))
+    return out
+
+
+def _expected_day(con, gf: pd.DataFrame, rc: pd.DataFrame,
+                  c: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
+    """The day rollups (store/day_rollups.py) from the raw rows: each run's cell from its runs row,
+    failures, recompiles and compile time summed per cell and key, runs counted distinct."""
+    runs = _raw(con, "runs")
+    runs["day"] = pd.to_datetime(runs["started_at"].fillna(runs["ingested_at"])).dt.strftime("%Y-%m-%d")
+    runs["hardware"] = runs["hardware"].fillna("unknown")
+    cell = ["day", "model", "hardware", "torch_version", "label"]
+    out = {"rollup_day_runs": (runs, ["run_id", *cell])}
+    g = gf.merge(runs[["run_id", *cell]], on="run_id")
+    g["guard"] = g["guard_key"].where(g["guard_key"].notna(), g["raw"].str[:120])
+    g["category_or_other"] = g["category"].fillna("other")
+
+    def per(frame, keys):
+        return (frame.groupby(keys, dropna=False).agg(n=("run_id", "size"), runs=("run_id", "nunique"))
+                .reset_index())
+    parts = [per(g, [*cell, "category", "guard", "guard_key", "function"]).assign(grain="key"),
+             per(g, [*cell, "category_or_other"]).rename(columns={"category_or_other": "category"}).assign(grain="category"),
+             per(g, [*cell, "guard"]).assign(grain="guard")]
+    out["rollup_day_guard_failures"] = (pd.concat(parts, ignore_index=True),
+                                        [*cell, "grain", "category", "guard", "guard_key", "function", "n", "runs"])
+    r = rc.merge(runs[["run_id", *cell]], on="run_id")
+    out["rollup_day_recompiles"] = (per(r, [*cell, "function"]), [*cell, "function", "n", "runs"])
+    frame = [*cell, "co_name", "co_file", "co_firstlineno"]
+    ct = c.merge(runs[["run_id", *cell]], on="run_id").groupby(frame, dropna=False).agg(
+        runs=("run_id", "nunique"), compiles=("line_no", "size"), recompiles=("recompile", "sum"),
+        total_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)),
+        tracing_s=("tracing_s", "sum"), autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum")).reset_index()
+    for col in ("total_s", "tracing_s", "autotune_s"):
+        ct[col] = ct[col].round(6)
+    ct["cache_misses"] = ct["cache_misses"].astype(int)
+    out["rollup_day_compile_time"] = (ct, [*frame, "runs", "compiles", "recompiles", "total_s", "tracing_s",
+                                           "autotune_s", "cache_misses"])
     return out
 
 
@@ -104,7 +141,9 @@ def assert_rollups_match(store) -> dict[str, int]:
     with store.read() as con:
         for table, (want, cols) in _expected(con).items():
             got = _raw(con, table)
-            if table == "rollup_compile_time":
+            if "day" in got:
+                got["day"] = pd.to_datetime(got["day"]).dt.strftime("%Y-%m-%d")
+            if table in ("rollup_compile_time", "rollup_day_compile_time"):
                 for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
                     got[col] = got[col].astype(float).round(6)
             assert len(got) == len(want), (table, len(got), len(want))
@@ -173,9 +212,10 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
     # an existing store from before the rollups: the migration backfills them
     with store.write() as con:
         for t in ("rollup_graph_breaks", "rollup_recompiles", "rollup_guard_failures", "rollup_limit_hits",
-                  "rollup_compile_time", "review_snapshots", "review_rows"):
+                  "rollup_compile_time", "review_snapshots", "review_rows", "rollup_day_runs",
+                  "rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time"):
             con.execute(f"DROP TABLE {t}")
-        con.execute("DELETE FROM _migrations WHERE name = '009_rollups_review.sql'")
+        con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 
@@ -200,3 +240,57 @@ def test_rollups_equal_raw_after_store_copy_both_ways(tmp_path, lake_spec):
         assert grown != sizes
     finally:
         lake.close()
+
+
+def test_day_rollups_follow_a_run_that_moves_to_another_cell(tmp_path):
+    """Two logs of one job (--run-id), the second ingested with --model: the run's model fills in,
+    so its rows leave the model-less cell for the model's; the old cell must not keep them."""
+    store = open_store(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, [TEXTS[0]], run_id="job-1").ok
+    assert_rollups_match(store)
+    with store.read() as con:
+        assert con.execute("SELECT model FROM rollup_day_runs WHERE run_id = 'job-1'").fetchall() == [(None,)]
+    assert ingest_paths(store, [TRACES[0]], run_id="job-1", model="resnet50").ok
+    sizes = assert_rollups_match(store)
+    with store.read() as con:
+        assert con.execute("SELECT model FROM rollup_day_runs WHERE run_id = 'job-1'").fetchall() == [("resnet50",)]
+        for table in ("rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time"):
+            assert con.execute(f"SELECT count(*) FROM {table} WHERE model IS NULL").fetchall()[0][0] == 0, table
+    assert sizes["rollup_day_compile_time"] > 0
+
+
+def test_pages_read_from_the_day_level_equal_the_raw_counts(tmp_path):
+    """The recompile and compile-time tables read the day rollups: their failures, runs and
+    functions equal the counts over the raw rows, over every run and over one day."""
+    from compilewatch.app.filters import Filters
+    from compilewatch.app.queries import compile_time, recompiles
+
+    store = open_store(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, INPUTS).ok
+    with store.read() as con:
+        gf = _raw(con, "guard_failures").merge(
+            con.execute("SELECT run_id, coalesce(started_at, ingested_at)::DATE AS day FROM runs").df(), on="run_id")
+        c = _raw(con, "compiles").merge(
+            con.execute("SELECT run_id, coalesce(started_at, ingested_at)::DATE AS day FROM runs").df(), on="run_id")
+        days = sorted(gf["day"].unique())
+        for f, keep in ((Filters(limit=1000), slice(None)), (Filters(start=days[0], end=days[0], limit=1000), days[0])):
+            g = gf if keep == slice(None) else gf[gf["day"] == keep]
+            got = recompiles.guard_categories(con, f).set_index("category")
+            want = g.assign(category=g["category"].fillna("other")).groupby("category").agg(
+                failures=("run_id", "size"), runs=("run_id", "nunique"), functions=("function", "nunique"))
+            pd.testing.assert_frame_equal(got[["failures", "runs", "functions"]].sort_index(), want.sort_index(),
+                                          check_dtype=False, check_names=False)
+            got = recompiles.top_guards(con, f).set_index("guard")
+            keyed = g[g["guard_key"].notna()]
+            want = keyed.groupby("guard_key").agg(failures=("run_id", "size"), runs=("run_id", "nunique"))
+            pd.testing.assert_frame_equal(got.loc[want.index, ["failures", "runs"]].sort_index(), want.sort_index(),
+                                          check_dtype=False, check_names=False)
+            cc = c if keep == slice(None) else c[c["day"] == keep]
+            cc = cc[cc["co_name"].notna()]
+            cc = cc.assign(code=cc["co_filename"].str.extract(r"([^/\\]*)$", expand=False) + ":"
+                           + cc["co_firstlineno"].astype("Int64").astype(str))
+            want = cc.groupby(["co_name", "code"]).agg(compiles=("run_id", "size"), runs=("run_id", "nunique"))
+            got = compile_time.frame_hotspots(con, f).set_index(["co_name", "code"])
+            assert len(got) == len(want)
+            pd.testing.assert_frame_equal(got.loc[want.index, ["compiles", "runs"]].sort_index(), want.sort_index(),
+                                          check_dtype=False, check_names=False)

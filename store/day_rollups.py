@@ -1,0 +1,79 @@
+"""Day rollups (tables in migrations/010_day_rollups.sql): the per-run rollups (store/rollups.py)
+summed per cell (day x model x hardware x torch version x label) and key, so a view over a long
+window reads rows that grow with days x keys, not with runs.
+
+A cell is summed again whole from the per-run rollups of the runs it holds, never patched: after a
+run's files change, the run's old cell (from rollup_day_runs) and its new one (from its runs row)
+are deleted and summed again, in the same transaction, so a duplicate, a reingest, a killed ingest
+or a run that moves to another day all end with the sums over the runs as they are stored.
+"""
+from __future__ import annotations
+
+from compilewatch.store.run_keys import HARDWARE, RUN_TIME
+
+CELL = ("day", "model", "hardware", "torch_version", "label")
+_CELL_COLS = ", ".join(f"m.{c}" for c in CELL)
+# {flt}: which cells, over the membership rows ``m``
+# A per-run rollup has one row per run and key, so at a key as fine as the per-run rollup's (or
+# finer) count(*) counts the runs; coarser keys group per run first. Both are plain GROUP BYs, which
+# DuckDB spills to disk under the writer's memory limit (a count(DISTINCT) is held in memory).
+_C = ", ".join(CELL)
+_DAY = {
+    "rollup_day_guard_failures": f"""
+        WITH s AS (SELECT {_CELL_COLS}, g.run_id, g.category, g.guard_key, g.function, g.n, g.raw,
+                          g.source_name, g.expected, g.actual,
+                          coalesce(g.guard_key, left(g.raw, 120)) AS guard
+                   FROM rollup_guard_failures g JOIN rollup_day_runs m USING (run_id) WHERE {{flt}})
+        SELECT {_C}, 'key', category, guard, guard_key, function, sum(n), count(*),
+               any_value(raw), any_value(source_name), any_value(expected), any_value(actual)
+        FROM s GROUP BY {_C}, category, guard, guard_key, function
+        UNION ALL
+        SELECT {_C}, 'category', category, NULL, NULL, NULL, sum(n), count(*), NULL, NULL, NULL, NULL
+        FROM (SELECT {_C}, run_id, coalesce(category, 'other') AS category, sum(n) AS n FROM s GROUP BY ALL)
+        GROUP BY {_C}, category
+        UNION ALL
+        SELECT {_C}, 'guard', NULL, guard, NULL, NULL, sum(n), count(*), NULL, NULL, NULL, NULL
+        FROM (SELECT {_C}, run_id, guard, sum(n) AS n FROM s GROUP BY ALL)
+        GROUP BY {_C}, guard""",
+    "rollup_day_recompiles": f"""
+        SELECT {_CELL_COLS}, rc.function, sum(rc.n), count(*)
+        FROM rollup_recompiles rc JOIN rollup_day_runs m USING (run_id) WHERE {{flt}}
+        GROUP BY ALL""",
+    "rollup_day_compile_time": f"""
+        SELECT {_CELL_COLS}, c.co_name, c.co_file, c.co_firstlineno, any_value(c.co_filename), count(*),
+               sum(c.compiles), sum(c.recompiles), sum(c.total_s), sum(c.recompile_s), sum(c.tracing_s),
+               sum(c.aot_s), sum(c.inductor_s), sum(c.autotune_s), sum(c.cache_misses), sum(c.cache_miss_s)
+        FROM rollup_compile_time c JOIN rollup_day_runs m USING (run_id) WHERE {{flt}}
+        GROUP BY {_CELL_COLS}, c.co_name, c.co_file, c.co_firstlineno""",
+}
+TABLES = ("rollup_day_runs", *_DAY)
+_MEMBERS = (f"SELECT r.run_id, ({RUN_TIME})::DATE, r.model, {HARDWARE}, r.torch_version, r.label "
+            f"FROM runs r WHERE {{flt}}")
+# one cell, nulls included (a run without a model is a cell of its own)
+_IN_CELL = " AND ".join(f"{{a}}.{c} IS NOT DISTINCT FROM ?" for c in CELL)
+
+
+def refresh_day_rollups(con, run_id: str | None = None) -> None:
+    """Sum the cells of one run again (its old and its new cell), or every cell when run_id is None,
+    from the per-run rollups, which must be refreshed first. Runs inside the caller's transaction."""
+    if run_id is None:
+        for table in TABLES:
+            con.execute(f"DELETE FROM {table}").fetchall()
+        con.execute(f"INSERT INTO rollup_day_runs {_MEMBERS.replace('{flt}', 'TRUE')}").fetchall()
+        # a month at a time: one statement over a team-year's rollups runs past the writer's 64 MB
+        months = con.execute("SELECT DISTINCT date_trunc('month', day) FROM rollup_day_runs").fetchall()
+        for (month,) in months:
+            for table, select in _DAY.items():
+                flt = "date_trunc('month', m.day) IS NOT DISTINCT FROM ?"
+                con.execute(f"INSERT INTO {table} {select.replace('{flt}', flt)}", [month]).fetchall()
+        return
+    cell_of = f"SELECT {', '.join(CELL)} FROM rollup_day_runs WHERE run_id = ?"
+    cells = set(con.execute(cell_of, [run_id]).fetchall())
+    con.execute("DELETE FROM rollup_day_runs WHERE run_id = ?", [run_id]).fetchall()
+    con.execute(f"INSERT INTO rollup_day_runs {_MEMBERS.replace('{flt}', 'r.run_id = ?')}", [run_id]).fetchall()
+    cells |= set(con.execute(cell_of, [run_id]).fetchall())
+    for cell in cells:
+        for table, select in _DAY.items():
+            con.execute(f"DELETE FROM {table} WHERE {_IN_CELL.format(a=table)}", list(cell)).fetchall()
+            con.execute(f"INSERT INTO {table} {select.replace('{flt}', _IN_CELL.format(a='m'))}",
+                        list(cell)).fetchall()

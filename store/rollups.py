@@ -68,13 +68,24 @@ _ROLLUPS = {
 TABLES = tuple(_ROLLUPS)
 
 
+# Runs summed per statement when every run is rebuilt (a migration's backfill, reingest --all): one
+# statement over a 100,000-run store ran out of DuckDB's memory (2 GB) while grouping its 11 M
+# graph breaks; a slice of runs by hash keeps each statement's groups small at any store size.
+RUNS_PER_STATEMENT = 2000
+
+
 def refresh_rollups(con, run_id: str | None = None) -> None:
     """Rebuild the rollups of one run, or of every run when run_id is None, from the event tables.
     Runs inside the caller's transaction."""
+    if run_id is None:
+        runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
+        slices = max(1, -(-runs // RUNS_PER_STATEMENT))
     for table, select in _ROLLUPS.items():
         if run_id is None:
             con.execute(f"DELETE FROM {table}").fetchall()
-            con.execute(f"INSERT INTO {table} {select.replace('{flt}', 'TRUE')}").fetchall()
+            for i in range(slices):
+                flt = f"hash(run_id) % {slices} = {i}"
+                con.execute(f"INSERT INTO {table} {select.replace('{flt}', flt)}").fetchall()
         else:
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id]).fetchall()
             n = select.count("{flt}")

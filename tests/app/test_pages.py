@@ -135,13 +135,16 @@ def test_overview_opens_from_a_pasted_link(app_at, team_db):
 def test_hotspots_new_this_week_toggle(app_at, team_db):
     # the week ending 11-30: the toy-job breaks (first seen 11-22) are old, labelled-job's is new
     at = app_at(team_db, PAGES["hotspots"], query={"from": "2026-11-24", "to": "2026-11-30"})
+    with open_store(team_db).read() as con:   # each break's user frame as the log wrote it
+        frames = [r[0] for r in con.execute("SELECT DISTINCT user_file || ':' || user_line FROM graph_breaks").fetchall()]
+    labelled = next(loc for loc in frames if loc.endswith("/labelled-job/train_x.py:55"))
     before = at.dataframe(key="hs_table").value
     assert set(before["location"]) == {"/tmp/team/graph_break_recompile.py:11", "/tmp/team/graph_break_recompile.py:12",
-                                       "/tmp/scratch-i18/labelled-job/train_x.py:55"}
+                                       labelled}
     at.toggle(key="hs_new").set_value(True).run()
     _ok(at)
     after = at.dataframe(key="hs_table").value
-    assert list(after["location"]) == ["/tmp/scratch-i18/labelled-job/train_x.py:55"]
+    assert list(after["location"]) == [labelled]
     assert at.query_params.get("new") == "1"
 
 

@@ -169,12 +169,13 @@ def test_nested_archives_unpack_to_a_fixed_depth(store, tmp_path):
 
 def test_links_and_paths_outside_the_target_are_refused(store, tmp_path):
     cases = {}
+    outside = tmp_path.parent / "cw-evil.log"   # an absolute member name pointing out of the target
     for kind in ("symlink", "hardlink", "absolute", "dotdot", "device"):
         p = tmp_path / f"{kind}.tar.gz"
         with tarfile.open(BUNDLE) as src, tarfile.open(p, "w:gz") as tf:
             for m in src.getmembers():
                 tf.addfile(m, src.extractfile(m) if m.isfile() else None)
-            evil = tarfile.TarInfo({"absolute": "/tmp/cw-evil.log", "dotdot": "../../cw-evil.log"}.get(kind, "x/evil.log"))
+            evil = tarfile.TarInfo({"absolute": str(outside), "dotdot": "../../cw-evil.log"}.get(kind, "x/evil.log"))
             if kind == "symlink":
                 evil.type, evil.linkname = tarfile.SYMTYPE, "/etc/passwd"
             elif kind == "hardlink":
@@ -192,7 +193,7 @@ def test_links_and_paths_outside_the_target_are_refused(store, tmp_path):
         rep = ingest_paths(store, [p])
         assert [f.status for f in rep.files] == ["failed"], kind
         assert any(w in rep.files[0].message for w in ("link", "escapes", "device")), (kind, rep.files[0].message)
-    assert not Path("/tmp/cw-evil.log").exists() and not (tmp_path.parent.parent / "cw-evil.log").exists()
+    assert not outside.exists() and not (tmp_path.parent.parent / "cw-evil.log").exists()
     assert _rows(store, "SELECT count(*) FROM files")[0][0] == 0
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from compilewatch.store.run_keys import HARDWARE, RUN_TIME
 
+_RUN_TIME = RUN_TIME.replace("r.", "rt.")
+
 CELL = ("day", "model", "hardware", "torch_version", "label")
 _CELL_COLS = ", ".join(f"m.{c}" for c in CELL)
 # {flt}: which cells, over the membership rows ``m``
@@ -45,6 +47,16 @@ _DAY = {
                sum(c.aot_s), sum(c.inductor_s), sum(c.autotune_s), sum(c.cache_misses), sum(c.cache_miss_s)
         FROM rollup_compile_time c JOIN rollup_day_runs m USING (run_id) WHERE {{flt}}
         GROUP BY {_CELL_COLS}, c.co_name, c.co_file, c.co_firstlineno""",
+    # the run's time from its runs row: the page shows when a break was first and last seen
+    "rollup_day_graph_breaks": f"""
+        SELECT {_CELL_COLS}, g.break_key, sum(g.n), count(*), min(g.t), max(g.t), any_value(g.gb_type),
+               any_value(g.gb_code), arg_max(g.reason, g.t), any_value(g.explanation), any_value(g.hints),
+               any_value(g.user_file), any_value(g.user_line), any_value(g.user_function),
+               arg_max(g.example_stack, g.t) FILTER (WHERE g.example_stack IS NOT NULL),
+               max(g.t) FILTER (WHERE g.example_stack IS NOT NULL)
+        FROM (SELECT rg.*, {_RUN_TIME} AS t FROM rollup_graph_breaks rg JOIN runs rt USING (run_id)) g
+        JOIN rollup_day_runs m USING (run_id) WHERE {{flt}}
+        GROUP BY {_CELL_COLS}, g.break_key""",
 }
 TABLES = ("rollup_day_runs", *_DAY)
 _MEMBERS = (f"SELECT r.run_id, ({RUN_TIME})::DATE, r.model, {HARDWARE}, r.torch_version, r.label "
@@ -53,17 +65,22 @@ _MEMBERS = (f"SELECT r.run_id, ({RUN_TIME})::DATE, r.model, {HARDWARE}, r.torch_
 _IN_CELL = " AND ".join(f"{{a}}.{c} IS NOT DISTINCT FROM ?" for c in CELL)
 
 
-def refresh_day_rollups(con, run_id: str | None = None) -> None:
+def refresh_day_rollups(con, run_id: str | None = None, tables: tuple[str, ...] = TABLES) -> None:
     """Sum the cells of one run again (its old and its new cell), or every cell when run_id is None,
-    from the per-run rollups, which must be refreshed first. Runs inside the caller's transaction."""
+    from the per-run rollups, which must be refreshed first. Runs inside the caller's transaction.
+    ``tables`` (with run_id None) rebuilds only those: a migration's backfill sums the tables it
+    added, and no table a later migration adds."""
     if run_id is None:
-        for table in TABLES:
+        if "rollup_day_runs" in tables:
+            con.execute("DELETE FROM rollup_day_runs").fetchall()
+            con.execute(f"INSERT INTO rollup_day_runs {_MEMBERS.replace('{flt}', 'TRUE')}").fetchall()
+        day_tables = {t: select for t, select in _DAY.items() if t in tables}
+        for table in day_tables:
             con.execute(f"DELETE FROM {table}").fetchall()
-        con.execute(f"INSERT INTO rollup_day_runs {_MEMBERS.replace('{flt}', 'TRUE')}").fetchall()
         # a month at a time: one statement over a team-year's rollups runs past the writer's 64 MB
         months = con.execute("SELECT DISTINCT date_trunc('month', day) FROM rollup_day_runs").fetchall()
         for (month,) in months:
-            for table, select in _DAY.items():
+            for table, select in day_tables.items():
                 flt = "date_trunc('month', m.day) IS NOT DISTINCT FROM ?"
                 con.execute(f"INSERT INTO {table} {select.replace('{flt}', flt)}", [month]).fetchall()
         return

@@ -4,6 +4,8 @@ metrics (store/run_metrics.py), its rollups (store/rollups.py) and the day rollu
 reingest, and for every stored run when the migration that added them is applied."""
 from __future__ import annotations
 
+from functools import partial
+
 from compilewatch.store.day_rollups import refresh_day_rollups
 from compilewatch.store.hardware import refresh_hardware
 from compilewatch.store.rollups import refresh_rollups
@@ -15,7 +17,9 @@ from compilewatch.store.run_metrics import refresh_run_metrics
 BACKFILLS = {
     "007_cudagraphs.sql": (refresh_hardware, refresh_run_metrics),
     "009_rollups_review.sql": (refresh_rollups,),
-    "010_day_rollups.sql": (refresh_day_rollups,),
+    "010_day_rollups.sql": (partial(refresh_day_rollups, tables=("rollup_day_runs", "rollup_day_guard_failures",
+                                                                 "rollup_day_recompiles", "rollup_day_compile_time")),),
+    "011_day_graph_breaks.sql": (partial(refresh_day_rollups, tables=("rollup_day_graph_breaks",)),),
 }
 
 

@@ -1,11 +1,13 @@
-"""Graph-break hotspots: breaks grouped by break_key across the filtered runs, read from the rollup
-kept at ingest (store/rollups.py: one row per run and key); the raw graph_breaks only for one key."""
+"""Graph-break hotspots: breaks grouped by break_key across the filtered runs, read from the day
+rollups kept at ingest (store/day_rollups.py: per day x model x hardware x torch version x label and
+key); the raw graph_breaks only for one key."""
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
 
 import pandas as pd
 
+from compilewatch.app.cells import cell_where
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import df, runs_cte
 from compilewatch.store.rollups import BREAK_KEY  # noqa: F401  (the grouping key; compare and run detail read it here)
@@ -20,36 +22,34 @@ def new_since(f: Filters) -> datetime:
 def hotspots(con, f: Filters) -> pd.DataFrame:
     """One row per break_key: occurrences, runs, models, first/last seen, torch versions,
     explanation, hints, an example user stack, new_this_week. Most frequent first, f.limit rows;
-    f.search narrows to breaks whose type, reason or file contains it, f.only_new to new ones."""
-    cte, params = runs_cte(f)
+    f.search narrows to breaks whose type, reason or file contains it, f.only_new to new ones.
+    Read from the day rollups: every filter it takes is part of a cell, and a run lies in one cell,
+    so runs add up and the latest reason is the latest cell's."""
+    where, params = cell_where(f)
     sql = f"""
-    WITH {cte},
-    g AS (SELECT rg.*, fr.model, fr.torch_version, fr.run_time FROM rollup_graph_breaks rg JOIN fr USING (run_id)),
-    agg AS (
+    WITH agg AS (
         SELECT break_key,
                sum(n)::BIGINT AS occurrences,
-               count(DISTINCT run_id) AS runs,
+               sum(runs)::BIGINT AS runs,
                count(DISTINCT model) AS models,
-               min(run_time) AS first_seen,
-               max(run_time) AS last_seen,
+               min(first_seen) AS first_seen,
+               max(last_seen) AS last_seen,
                string_agg(DISTINCT torch_version, ', ' ORDER BY torch_version) AS torch_versions,
                string_agg(DISTINCT model, ', ' ORDER BY model) AS model_list,
                any_value(gb_type) AS gb_type,
                any_value(gb_code) AS gb_code,
-               arg_max(reason, run_time) AS reason,
+               arg_max(reason, last_seen) AS reason,
                any_value(explanation) AS explanation,
                any_value(hints) AS hints,
                any_value(user_file) AS user_file,
                any_value(user_line) AS user_line,
                any_value(user_function) AS user_function,
-               arg_max(example_stack, run_time) FILTER (WHERE example_stack IS NOT NULL) AS example_stack
-        FROM g GROUP BY break_key
+               arg_max(example_stack, stack_seen) FILTER (WHERE example_stack IS NOT NULL) AS example_stack
+        FROM rollup_day_graph_breaks d WHERE {where} GROUP BY break_key
     ),
     ever AS (
         -- every key, not just agg's: the LEFT JOIN below keeps only agg's rows anyway
-        SELECT rg.break_key, min(coalesce(r.started_at, r.ingested_at)) AS first_seen_ever
-        FROM rollup_graph_breaks rg JOIN runs r USING (run_id)
-        GROUP BY 1
+        SELECT break_key, min(first_seen) AS first_seen_ever FROM rollup_day_graph_breaks GROUP BY 1
     )
     SELECT agg.*, ever.first_seen_ever, ever.first_seen_ever >= ? AS new_this_week
     FROM agg LEFT JOIN ever USING (break_key)
@@ -66,13 +66,13 @@ def hotspots(con, f: Filters) -> pd.DataFrame:
 
 def hotspot_trend(con, f: Filters, top: int = 8) -> pd.DataFrame:
     """Occurrences per week (day when the window is shorter than 3 weeks) for the top breaks; the
-    rest summed as "other". Columns: period, break_key, label, occurrences."""
-    cte, params = runs_cte(f)
+    rest summed as "other". Columns: period, break_key, label, occurrences. Read from the day
+    rollups (a run's period is its day's)."""
+    where, params = cell_where(f)
     grain = "day" if f.window_days() <= 21 and f.start else "week"
     sql = f"""
-    WITH {cte},
-    g AS (SELECT rg.break_key, rg.gb_type, rg.n, date_trunc('{grain}', fr.run_time) AS period
-          FROM rollup_graph_breaks rg JOIN fr USING (run_id)),
+    WITH g AS (SELECT d.break_key, d.gb_type, d.n, date_trunc('{grain}', d.day::TIMESTAMP) AS period
+               FROM rollup_day_graph_breaks d WHERE {where}),
     topk AS (SELECT break_key, any_value(gb_type) AS gb_type FROM g GROUP BY 1 ORDER BY sum(n) DESC, 1 LIMIT ?)
     SELECT g.period,
            coalesce(topk.break_key, 'other') AS break_key,

@@ -38,15 +38,19 @@ def _key(frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     return out.sort_values(cols).reset_index(drop=True)
 
 
-def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
-    """Per rollup table: the aggregate of the raw rows (pandas), and the columns compared."""
-    gb = _raw(con, "graph_breaks")
+def _with_break_key(gb: pd.DataFrame) -> pd.DataFrame:
+    """The raw breaks with their hotspot key ``k``: break_key, else type | reason | file:line."""
     key = gb["break_key"].copy()
     fallback = gb.apply(lambda r: " | ".join(str(x) for x in (r.gb_type, r.reason_norm,
                                                                 (f"{r.user_file}:{int(r.user_line)}"
                                                                  if pd.notna(r.user_file) and pd.notna(r.user_line) else None))
                                              if x is not None and not (isinstance(x, float) and np.isnan(x))), axis=1)
-    gb["k"] = key.where(key.notna(), fallback)
+    return gb.assign(k=key.where(key.notna(), fallback))
+
+
+def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
+    """Per rollup table: the aggregate of the raw rows (pandas), and the columns compared."""
+    gb = _with_break_key(_raw(con, "graph_breaks"))
     out = {"rollup_graph_breaks": (gb.groupby(["run_id", "k"], dropna=False).size().reset_index(name="n")
                                    .rename(columns={"k": "break_key"}), ["run_id", "break_key", "n"])}
 
@@ -95,16 +99,17 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     ct["cache_misses"] = ct["cache_misses"].astype(int)
     out["rollup_compile_time"] = (ct, [*cols, "compiles", "recompiles", "total_s", "tracing_s", "aot_s",
                                        "inductor_s", "autotune_s", "cache_misses"])
-    out.update(_expected_day(con, gf, rc, c))
+    out.update(_expected_day(con, gb, gf, rc, c))
     return out
 
 
-def _expected_day(con, gf: pd.DataFrame, rc: pd.DataFrame,
+def _expected_day(con, gb: pd.DataFrame, gf: pd.DataFrame, rc: pd.DataFrame,
                   c: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     """The day rollups (store/day_rollups.py) from the raw rows: each run's cell from its runs row,
-    failures, recompiles and compile time summed per cell and key, runs counted distinct."""
+    breaks, failures, recompiles and compile time summed per cell and key, runs counted distinct."""
     runs = _raw(con, "runs")
-    runs["day"] = pd.to_datetime(runs["started_at"].fillna(runs["ingested_at"])).dt.strftime("%Y-%m-%d")
+    runs["t"] = pd.to_datetime(runs["started_at"].fillna(runs["ingested_at"]))
+    runs["day"] = runs["t"].dt.strftime("%Y-%m-%d")
     runs["hardware"] = runs["hardware"].fillna("unknown")
     cell = ["day", "model", "hardware", "torch_version", "label"]
     out = {"rollup_day_runs": (runs, ["run_id", *cell])}
@@ -132,6 +137,12 @@ def _expected_day(con, gf: pd.DataFrame, rc: pd.DataFrame,
     ct["cache_misses"] = ct["cache_misses"].astype(int)
     out["rollup_day_compile_time"] = (ct, [*frame, "runs", "compiles", "recompiles", "total_s", "tracing_s",
                                            "autotune_s", "cache_misses"])
+    b = gb.merge(runs[["run_id", "t", *cell]], on="run_id").groupby([*cell, "k"], dropna=False).agg(
+        n=("run_id", "size"), runs=("run_id", "nunique"), first_seen=("t", "min"), last_seen=("t", "max"))
+    b = b.reset_index().rename(columns={"k": "break_key"})
+    for col in ("first_seen", "last_seen"):
+        b[col] = b[col].dt.strftime("%Y-%m-%d %H:%M:%S.%f")
+    out["rollup_day_graph_breaks"] = (b, [*cell, "break_key", "n", "runs", "first_seen", "last_seen"])
     return out
 
 
@@ -143,6 +154,9 @@ def assert_rollups_match(store) -> dict[str, int]:
             got = _raw(con, table)
             if "day" in got:
                 got["day"] = pd.to_datetime(got["day"]).dt.strftime("%Y-%m-%d")
+            for col in ("first_seen", "last_seen"):
+                if col in got:
+                    got[col] = pd.to_datetime(got[col]).dt.strftime("%Y-%m-%d %H:%M:%S.%f")
             if table in ("rollup_compile_time", "rollup_day_compile_time"):
                 for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
                     got[col] = got[col].astype(float).round(6)
@@ -213,9 +227,11 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
     with store.write() as con:
         for t in ("rollup_graph_breaks", "rollup_recompiles", "rollup_guard_failures", "rollup_limit_hits",
                   "rollup_compile_time", "review_snapshots", "review_rows", "rollup_day_runs",
-                  "rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time"):
+                  "rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time",
+                  "rollup_day_graph_breaks"):
             con.execute(f"DROP TABLE {t}")
-        con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql')")
+        con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql', "
+                    "'011_day_graph_breaks.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 
@@ -266,16 +282,18 @@ def test_day_rollups_follow_a_run_that_moves_to_another_cell(tmp_path):
     sizes = assert_rollups_match(store)
     with store.read() as con:
         assert con.execute("SELECT model FROM rollup_day_runs WHERE run_id = 'job-1'").fetchall() == [("resnet50",)]
-        for table in ("rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time"):
+        for table in ("rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time",
+                      "rollup_day_graph_breaks"):
             assert con.execute(f"SELECT count(*) FROM {table} WHERE model IS NULL").fetchall()[0][0] == 0, table
     assert sizes["rollup_day_compile_time"] > 0
 
 
 def test_pages_read_from_the_day_level_equal_the_raw_counts(tmp_path):
-    """The recompile and compile-time tables read the day rollups: their failures, runs and
-    functions equal the counts over the raw rows, over every run and over one day."""
+    """The hotspot, recompile and compile-time tables read the day rollups: their occurrences,
+    failures, runs, models and functions equal the counts over the raw rows, over every run and
+    over one day."""
     from compilewatch.app.filters import Filters
-    from compilewatch.app.queries import compile_time, recompiles
+    from compilewatch.app.queries import compile_time, hotspots, recompiles
 
     store = open_store(tmp_path / "cw.duckdb")
     assert ingest_paths(store, INPUTS).ok
@@ -284,6 +302,8 @@ def test_pages_read_from_the_day_level_equal_the_raw_counts(tmp_path):
             con.execute("SELECT run_id, coalesce(started_at, ingested_at)::DATE AS day FROM runs").df(), on="run_id")
         c = _raw(con, "compiles").merge(
             con.execute("SELECT run_id, coalesce(started_at, ingested_at)::DATE AS day FROM runs").df(), on="run_id")
+        gb = _with_break_key(_raw(con, "graph_breaks")).merge(con.execute(
+            "SELECT run_id, model, coalesce(started_at, ingested_at) AS t, t::DATE AS day FROM runs").df(), on="run_id")
         days = sorted(gf["day"].unique())
         for f, keep in ((Filters(limit=1000), slice(None)), (Filters(start=days[0], end=days[0], limit=1000), days[0])):
             g = gf if keep == slice(None) else gf[gf["day"] == keep]
@@ -306,3 +326,12 @@ def test_pages_read_from_the_day_level_equal_the_raw_counts(tmp_path):
             assert len(got) == len(want)
             pd.testing.assert_frame_equal(got.loc[want.index, ["compiles", "runs"]].sort_index(), want.sort_index(),
                                           check_dtype=False, check_names=False)
+            bb = gb if keep == slice(None) else gb[gb["day"] == keep]
+            want = bb.groupby("k").agg(occurrences=("run_id", "size"), runs=("run_id", "nunique"),
+                                       models=("model", "nunique"), first_seen=("t", "min"), last_seen=("t", "max"))
+            got = hotspots.hotspots(con, f).set_index("break_key")
+            assert len(got) == len(want) > 0
+            pd.testing.assert_frame_equal(got.loc[want.index, list(want.columns)].sort_index(), want.sort_index(),
+                                          check_dtype=False, check_names=False)
+            trend = hotspots.hotspot_trend(con, f, top=1000)
+            assert trend["occurrences"].sum() == len(bb)

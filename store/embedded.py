@@ -29,9 +29,13 @@ from compilewatch.core.errors import StoreBusyError, StoreError
 from compilewatch.store import FileClaim, scratch
 from compilewatch.store.derived import after_migration
 from compilewatch.store.files import (applied_migrations, check_not_newer, folder_bytes, keep_raw, lock_timeout,
-                                      migrations, quote, run_exists, stored_run, transactions)
+                                      migration_hint, migrations, quote, run_exists, stored_run, transactions)
 
 WRITER_MEMORY = "64MB"
+# A migration's backfill rebuilds whole tables in one transaction: DuckDB holds a table's uncommitted
+# rows until a row group (122,880 rows) is full, wider than 64 MB for the day rollups' text columns
+# on a team-year store. A migration runs once per store, so it may take more.
+MIGRATION_MEMORY = "1GB"
 
 
 class EmbeddedStore:
@@ -82,6 +86,7 @@ class EmbeddedStore:
             con.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR PRIMARY KEY, "
                         "applied_at TIMESTAMP DEFAULT current_timestamp)")
             done = set(applied_migrations(con))
+            con.execute(f"SET memory_limit = '{MIGRATION_MEMORY}'")
             for name, sql in migrations():
                 if name in done:
                     continue
@@ -94,8 +99,9 @@ class EmbeddedStore:
                     con.execute("COMMIT")
                 except duckdb.Error as e:
                     con.execute("ROLLBACK")
-                    raise StoreError(f"migration {name} failed: {e}", "the database may be from a newer compilewatch")
+                    raise StoreError(f"migration {name} failed: {e}", migration_hint(e))
                 applied.append(name)
+            con.execute(f"SET memory_limit = '{WRITER_MEMORY}'")
         return applied
 
     # -- locking -------------------------------------------------------------------------------

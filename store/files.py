@@ -47,6 +47,14 @@ def check_not_newer(applied: list[str], where: str) -> None:
         raise SchemaNewerError(f"{where} has schema migrations this compilewatch does not know: {', '.join(unknown)}")
 
 
+def migration_hint(e: Exception) -> str:
+    """What to do about a migration that failed: out of memory is the machine's, not the store's."""
+    if isinstance(e, duckdb.OutOfMemoryException):
+        return ("the backfill of the new tables did not fit in memory: close other programs using "
+                "this machine's memory and open the store again; nothing was changed")
+    return "the store may be from a newer compilewatch, or its files were changed by another program"
+
+
 def stage_raw(tmp_dir: Path, src: Path) -> tuple[str, Path, int]:
     """Copy src into tmp_dir while hashing it, in one read pass. Returns (sha256, the copy, size).
     publish_raw moves the copy into raw/ once the file is going to be stored, so a file that is

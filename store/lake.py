@@ -35,8 +35,8 @@ from compilewatch.core.errors import (CatalogConflictError, StoreError, StoreLog
 from compilewatch.store import LAKE_PREFIX as PREFIX
 from compilewatch.store import FileClaim, scratch
 from compilewatch.store.derived import after_migration
-from compilewatch.store.files import (applied_migrations, check_not_newer, folder_bytes, keep_raw, migrations, quote,
-                                      run_exists, stored_run, transactions)
+from compilewatch.store.files import (applied_migrations, check_not_newer, folder_bytes, keep_raw, migration_hint,
+                                      migrations, quote, run_exists, stored_run, transactions)
 
 CLAIMS = "compilewatch_claims"
 # pg_advisory_xact_lock key under which a store's catalog is created and migrated: PostgreSQL itself
@@ -384,8 +384,7 @@ class LakeStore:
                             after_migration(c, name)
                             c.execute("INSERT INTO _migrations (name) VALUES (?)", [name])
                 except duckdb.Error as e:
-                    raise StoreError(f"migration {name} failed on DuckLake: {e}",
-                                     "the store may be from a newer compilewatch") from None
+                    raise StoreError(f"migration {name} failed on DuckLake: {e}", migration_hint(e)) from None
                 applied.append(name)
         return applied
 

@@ -1,6 +1,7 @@
 """Compare two runs (f.run_id vs f.run_b) or two versions (f.version_a vs f.version_b of f.dimension).
 
-Side A is the baseline, B the candidate: "new" breaks appear in B only, "fixed" in A only.
+Side A is the baseline, B the candidate: "new" breaks appear in B only, "fixed" in A only. Counts
+come from the per-run rollups (store/rollups.py): a side of a version may hold thousands of runs.
 """
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pandas as pd
 
 from compilewatch.app.filters import DIMENSIONS, Filters
 from compilewatch.app.queries.common import HARDWARE, df, geomean, runs_cte
-from compilewatch.app.queries.hotspots import BREAK_KEY
 
 
 def mode(f: Filters) -> str:
@@ -39,12 +39,12 @@ def summary(con, f: Filters) -> pd.DataFrame:
     cte, params = _sides(f)
     sql = f"""
     WITH {cte},
-    gb AS (SELECT side, count(*) AS graph_breaks, count(DISTINCT {BREAK_KEY}) AS distinct_breaks
-           FROM graph_breaks gb JOIN sides USING (run_id) GROUP BY side),
-    rc AS (SELECT side, count(*) AS recompiles FROM recompiles JOIN sides USING (run_id) GROUP BY side),
-    lh AS (SELECT side, count(*) AS limit_hits FROM limit_hits JOIN sides USING (run_id) GROUP BY side),
+    gb AS (SELECT side, sum(n)::BIGINT AS graph_breaks, count(DISTINCT break_key) AS distinct_breaks
+           FROM rollup_graph_breaks JOIN sides USING (run_id) GROUP BY side),
+    rc AS (SELECT side, sum(n)::BIGINT AS recompiles FROM rollup_recompiles JOIN sides USING (run_id) GROUP BY side),
+    lh AS (SELECT side, sum(n)::BIGINT AS limit_hits FROM rollup_limit_hits JOIN sides USING (run_id) GROUP BY side),
     sp AS (SELECT side, {geomean('speedup')} AS geomean_speedup FROM bench_results JOIN sides USING (run_id) GROUP BY side),
-    ct AS (SELECT side, sum(entire_frame_compile_time_s) AS compile_s FROM compiles JOIN sides USING (run_id) GROUP BY side),
+    ct AS (SELECT side, sum(total_s) AS compile_s FROM rollup_compile_time JOIN sides USING (run_id) GROUP BY side),
     n AS (SELECT side, count(*) AS runs FROM sides GROUP BY side)
     SELECT n.side, n.runs, coalesce(gb.graph_breaks, 0) AS graph_breaks,
            coalesce(gb.distinct_breaks, 0) AS distinct_breaks, coalesce(rc.recompiles, 0) AS recompiles,
@@ -66,14 +66,12 @@ def break_diff(con, f: Filters) -> pd.DataFrame:
     sql = f"""
     WITH {cte},
     n AS (SELECT side, count(*) AS runs FROM sides GROUP BY side),
-    g AS (SELECT {BREAK_KEY} AS break_key, sides.side, gb.run_id, gb.gb_type,
-                 coalesce(gb.reason_norm, gb.reason) AS reason, gb.user_file || ':' || gb.user_line AS location
-          FROM graph_breaks gb JOIN sides USING (run_id)),
-    k AS (SELECT break_key, any_value(gb_type) AS gb_type, any_value(reason) AS reason, any_value(location) AS location,
-                 count(*) FILTER (WHERE side = 'A') AS occ_a, count(*) FILTER (WHERE side = 'B') AS occ_b,
-                 count(DISTINCT run_id) FILTER (WHERE side = 'A') AS runs_a,
-                 count(DISTINCT run_id) FILTER (WHERE side = 'B') AS runs_b
-          FROM g GROUP BY break_key),
+    k AS (SELECT g.break_key, any_value(g.gb_type) AS gb_type, any_value(g.reason) AS reason,
+                 any_value(g.user_file || ':' || g.user_line) AS location,
+                 coalesce(sum(g.n) FILTER (WHERE side = 'A'), 0)::BIGINT AS occ_a,
+                 coalesce(sum(g.n) FILTER (WHERE side = 'B'), 0)::BIGINT AS occ_b,
+                 count(*) FILTER (WHERE side = 'A') AS runs_a, count(*) FILTER (WHERE side = 'B') AS runs_b
+          FROM rollup_graph_breaks g JOIN sides USING (run_id) GROUP BY g.break_key),
     p AS (SELECT k.*, occ_a / coalesce((SELECT runs FROM n WHERE side = 'A'), 1) AS per_run_a,
                  occ_b / coalesce((SELECT runs FROM n WHERE side = 'B'), 1) AS per_run_b FROM k)
     SELECT CASE WHEN occ_a = 0 THEN 'new' WHEN occ_b = 0 THEN 'fixed'
@@ -95,14 +93,17 @@ def recompile_diff(con, f: Filters) -> pd.DataFrame:
     sql = f"""
     WITH {cte},
     n AS (SELECT side, count(*) AS runs FROM sides GROUP BY side),
-    rc AS (SELECT coalesce(function, '?') AS function,
-                  count(*) FILTER (WHERE side = 'A') AS a, count(*) FILTER (WHERE side = 'B') AS b
-           FROM recompiles JOIN sides USING (run_id) GROUP BY 1),
+    rc AS (SELECT function, (sum(n) FILTER (WHERE side = 'A'))::BIGINT AS a, (sum(n) FILTER (WHERE side = 'B'))::BIGINT AS b
+           FROM rollup_recompiles JOIN sides USING (run_id) GROUP BY 1),
     lh AS (SELECT coalesce(function, '?') AS function,
-                  count(*) FILTER (WHERE side = 'A') AS la, count(*) FILTER (WHERE side = 'B') AS lb
-           FROM limit_hits JOIN sides USING (run_id) GROUP BY 1),
-    gf AS (SELECT coalesce(function, '?') AS function, mode(category) AS top_category_b
-           FROM guard_failures JOIN sides USING (run_id) WHERE side = 'B' GROUP BY 1),
+                  (sum(n) FILTER (WHERE side = 'A'))::BIGINT AS la, (sum(n) FILTER (WHERE side = 'B'))::BIGINT AS lb
+           FROM rollup_limit_hits JOIN sides USING (run_id) GROUP BY 1),
+    -- the most frequent category of B's failures, per function
+    gf AS (SELECT function, arg_max(category, n) AS top_category_b
+           FROM (SELECT coalesce(function, '?') AS function, category, sum(n) AS n
+                 FROM rollup_guard_failures JOIN sides USING (run_id)
+                 WHERE side = 'B' AND category IS NOT NULL GROUP BY ALL)
+           GROUP BY 1),
     na AS (SELECT coalesce((SELECT runs FROM n WHERE side = 'A'), 1) AS ra,
                   coalesce((SELECT runs FROM n WHERE side = 'B'), 1) AS rb)
     SELECT function, coalesce(a, 0) / ra AS recompiles_a, coalesce(b, 0) / rb AS recompiles_b,

@@ -24,13 +24,14 @@ def _frame(con, sql: str, f: Filters, extra: list | None = None) -> pd.DataFrame
 
 
 def manifest(con, f: Filters) -> pd.DataFrame:
-    """The run's row of runs (manifest_json included) and its event counts."""
+    """The run's row of runs (manifest_json included) and its event counts, summed from its rollups
+    (store/rollups.py), which hold every event of the run, instead of counted over the event tables."""
     return _frame(con, f"""
     SELECT r.*, {RUN_TIME} AS run_time,
-           (SELECT count(*) FROM compiles WHERE run_id = r.run_id) AS compiles,
-           (SELECT count(*) FROM graph_breaks WHERE run_id = r.run_id) AS graph_breaks,
-           (SELECT count(*) FROM recompiles WHERE run_id = r.run_id) AS recompiles,
-           (SELECT count(*) FROM limit_hits WHERE run_id = r.run_id) AS limit_hits,
+           (SELECT coalesce(sum(compiles), 0)::BIGINT FROM rollup_compile_time WHERE run_id = r.run_id) AS compiles,
+           (SELECT coalesce(sum(n), 0)::BIGINT FROM rollup_graph_breaks WHERE run_id = r.run_id) AS graph_breaks,
+           (SELECT coalesce(sum(n), 0)::BIGINT FROM rollup_recompiles WHERE run_id = r.run_id) AS recompiles,
+           (SELECT coalesce(sum(n), 0)::BIGINT FROM rollup_limit_hits WHERE run_id = r.run_id) AS limit_hits,
            (SELECT count(*) FROM ingest_errors WHERE run_id = r.run_id) AS ingest_errors
     FROM runs r WHERE r.run_id = ?""", f)
 

@@ -125,10 +125,11 @@ def frame_runs(con, f: Filters) -> pd.DataFrame:
 
 def phase_split(con, f: Filters) -> pd.DataFrame:
     """Compile seconds per torch version and phase (long form: torch_version, phase, seconds,
-    compiles), for the stacked bars: which phase dominates, and whether a version moved it."""
-    cte, params = runs_cte(f)
+    compiles), for the stacked bars: which phase dominates, and whether a version moved it. Read
+    from the day rollups: every filter it takes is part of a cell."""
+    where, params = cell_where(f)
     sql = f"""
-    WITH {cte}, {_FRAMES},
+    WITH {_DAY_FRAMES.format(where=where)},
     v AS (SELECT coalesce(torch_version, 'unknown') AS torch_version, sum(compiles)::BIGINT AS compiles,
                  sum(tracing_s) AS tracing, sum(aot_s) AS "AOT", sum(inductor_s) AS "Inductor",
                  sum(autotune_s) AS autotuning FROM cc GROUP BY 1)
@@ -139,10 +140,10 @@ def phase_split(con, f: Filters) -> pd.DataFrame:
 
 def frame_versions(con, f: Filters, top: int = 10) -> pd.DataFrame:
     """The `top` costliest frames' compile seconds per torch version (frame, torch_version,
-    total_s, compiles, recompiles): one frame across versions."""
-    cte, params = runs_cte(f)
+    total_s, compiles, recompiles): one frame across versions. Read from the day rollups."""
+    where, params = cell_where(f)
     sql = f"""
-    WITH {cte}, {_FRAMES},
+    WITH {_DAY_FRAMES.format(where=where)},
     topf AS (SELECT co_name, co_file, co_firstlineno FROM cc GROUP BY ALL
              ORDER BY coalesce(sum(total_s), 0) DESC LIMIT ?)
     SELECT co_name || ' (' || co_file || ':' || co_firstlineno || ')' AS frame,

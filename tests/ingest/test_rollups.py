@@ -326,6 +326,12 @@ def test_pages_read_from_the_day_level_equal_the_raw_counts(tmp_path):
             assert len(got) == len(want)
             pd.testing.assert_frame_equal(got.loc[want.index, ["compiles", "runs"]].sort_index(), want.sort_index(),
                                           check_dtype=False, check_names=False)
+            versions = cc.merge(con.execute("SELECT run_id, coalesce(torch_version, 'unknown') AS v FROM runs").df(),
+                                on="run_id").groupby("v").size()
+            split = compile_time.phase_split(con, f)
+            assert split.groupby("torch_version")["compiles"].first().sort_index().tolist() == versions.sort_index().tolist()
+            top = compile_time.frame_versions(con, f, top=1000)
+            assert top["compiles"].sum() == len(cc)
             bb = gb if keep == slice(None) else gb[gb["day"] == keep]
             want = bb.groupby("k").agg(occurrences=("run_id", "size"), runs=("run_id", "nunique"),
                                        models=("model", "nunique"), first_seen=("t", "min"), last_seen=("t", "max"))

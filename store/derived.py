@@ -16,10 +16,14 @@ from compilewatch.store.run_metrics import refresh_run_metrics
 # earlier backfill would read tables not created yet).
 BACKFILLS = {
     "007_cudagraphs.sql": (refresh_hardware, refresh_run_metrics),
-    "009_rollups_review.sql": (refresh_rollups,),
+    "009_rollups_review.sql": (partial(refresh_rollups, tables=("rollup_graph_breaks", "rollup_recompiles",
+                                                                "rollup_guard_failures", "rollup_limit_hits",
+                                                                "rollup_compile_time")),),
     "010_day_rollups.sql": (partial(refresh_day_rollups, tables=("rollup_day_runs", "rollup_day_guard_failures",
                                                                  "rollup_day_recompiles", "rollup_day_compile_time")),),
     "011_day_graph_breaks.sql": (partial(refresh_day_rollups, tables=("rollup_day_graph_breaks",)),),
+    "012_run_totals.sql": (partial(refresh_rollups, tables=("rollup_run_totals",)),),
+    "013_step_rollup.sql": (partial(refresh_rollups, tables=("rollup_steps",)),),
 }
 
 

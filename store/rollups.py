@@ -64,6 +64,20 @@ _ROLLUPS = {
         LEFT JOIN (SELECT file_id, compile_id, count(*) AS n FROM cache_events
                    WHERE {{flt}} AND outcome = 'miss' GROUP BY ALL) m USING (file_id, compile_id)
         GROUP BY c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno""",
+    "rollup_steps": """
+        SELECT run_id, callable, mode, count(*), count(*) FILTER (WHERE phase = 'compile'),
+               sum(duration_ms) FILTER (WHERE phase = 'compile'), count(*) FILTER (WHERE phase = 'steady'),
+               median(duration_ms) FILTER (WHERE phase = 'steady')
+        FROM step_timings WHERE {flt} GROUP BY run_id, callable, mode""",
+    # from the rollups above, so it comes after them
+    "rollup_run_totals": """
+        SELECT run_id, sum(gb), sum(rc), sum(lh), sum(gf), sum(cs) FROM (
+            SELECT run_id, n AS gb, 0 AS rc, 0 AS lh, 0 AS gf, NULL::DOUBLE AS cs FROM rollup_graph_breaks WHERE {flt}
+            UNION ALL SELECT run_id, 0, n, 0, 0, NULL FROM rollup_recompiles WHERE {flt}
+            UNION ALL SELECT run_id, 0, 0, n, 0, NULL FROM rollup_limit_hits WHERE {flt}
+            UNION ALL SELECT run_id, 0, 0, 0, n, NULL FROM rollup_guard_failures WHERE {flt}
+            UNION ALL SELECT run_id, 0, 0, 0, 0, total_s FROM rollup_compile_time WHERE {flt})
+        GROUP BY run_id""",
 }
 TABLES = tuple(_ROLLUPS)
 
@@ -74,13 +88,16 @@ TABLES = tuple(_ROLLUPS)
 RUNS_PER_STATEMENT = 2000
 
 
-def refresh_rollups(con, run_id: str | None = None) -> None:
+def refresh_rollups(con, run_id: str | None = None, tables: tuple[str, ...] = TABLES) -> None:
     """Rebuild the rollups of one run, or of every run when run_id is None, from the event tables.
-    Runs inside the caller's transaction."""
+    Runs inside the caller's transaction. ``tables`` (with run_id None) rebuilds only those: a
+    migration's backfill builds the tables it added, and no table a later migration adds."""
     if run_id is None:
         runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
         slices = max(1, -(-runs // RUNS_PER_STATEMENT))
     for table, select in _ROLLUPS.items():
+        if run_id is None and table not in tables:
+            continue
         if run_id is None:
             con.execute(f"DELETE FROM {table}").fetchall()
             for i in range(slices):

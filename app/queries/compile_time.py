@@ -166,11 +166,11 @@ def runtime_linkage(con, f: Filters) -> pd.DataFrame:
     cte, params = runs_cte(f)
     sql = f"""
     WITH {cte},
-    s AS (SELECT s.run_id, s.callable, s.mode, s.phase, s.duration_ms, fr.model, fr.torch_version
-          FROM step_timings s JOIN fr USING (run_id)),
+    -- the steps kept per run, callable and mode at ingest (store/rollups.py: rollup_steps)
+    s AS (SELECT s.*, fr.model, fr.torch_version FROM rollup_steps s JOIN fr USING (run_id)),
     eager_steps AS (
-        SELECT run_id, median(duration_ms) AS eager_ms FROM s
-        WHERE mode = 'eager' AND phase = 'steady' GROUP BY run_id
+        SELECT run_id, any_value(steady_ms) AS eager_ms FROM s
+        WHERE mode = 'eager' AND steady_calls > 0 GROUP BY run_id
         HAVING count(DISTINCT callable) = 1   -- two eager callables: which one is the reference is unknown
     ),
     eager_bench AS (
@@ -178,10 +178,9 @@ def runtime_linkage(con, f: Filters) -> pd.DataFrame:
         WHERE b.eager_latency_ms > 0 GROUP BY b.run_id
     ),
     per_run0 AS (
-        SELECT run_id, model, torch_version, callable, mode, count(*) AS calls,
-               count(*) FILTER (WHERE phase = 'compile') AS compile_steps,
-               median(duration_ms) FILTER (WHERE phase = 'steady') AS steady_ms,
-               sum(duration_ms) FILTER (WHERE phase = 'compile') AS compile_ms
+        SELECT run_id, model, torch_version, callable, mode, sum(calls) AS calls,
+               sum(compile_steps) AS compile_steps, any_value(steady_ms) AS steady_ms,
+               sum(compile_ms) AS compile_ms
         FROM s WHERE mode IN ('compiled', 'marked') GROUP BY ALL
     ),
     steady AS (

@@ -37,16 +37,12 @@ def _per_run_cte(f: Filters) -> tuple[str, list]:
     w AS (SELECT r.run_id, r.model, {HARDWARE} AS hardware,
                  CASE WHEN {RUN_TIME} >= ? THEN 'current' ELSE 'previous' END AS win
           FROM runs r WHERE {where}),
-    -- the rollups kept at ingest (store/rollups.py), not the events: thousands of rows, not millions
-    gb AS (SELECT run_id, sum(n)::BIGINT AS n FROM rollup_graph_breaks WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
-    rc AS (SELECT run_id, sum(n)::BIGINT AS n FROM rollup_recompiles WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
-    ct AS (SELECT run_id, sum(total_s) AS s FROM rollup_compile_time
-           WHERE run_id IN (SELECT run_id FROM w) GROUP BY 1),
     sp AS (SELECT b.run_id, coalesce(b.model, w.model) AS model, {geomean('b.speedup')} AS g
            FROM bench_results b JOIN w USING (run_id) GROUP BY ALL),
-    pr AS (SELECT w.run_id, w.model, w.hardware, w.win, coalesce(gb.n, 0) AS breaks, coalesce(rc.n, 0) AS recompiles,
-                  ct.s AS compile_s
-           FROM w LEFT JOIN gb USING (run_id) LEFT JOIN rc USING (run_id) LEFT JOIN ct USING (run_id))
+    -- each run's totals kept at ingest (store/rollups.py), not the events: a row a run
+    pr AS (SELECT w.run_id, w.model, w.hardware, w.win, coalesce(t.graph_breaks, 0) AS breaks,
+                  coalesce(t.recompiles, 0) AS recompiles, t.compile_s
+           FROM w LEFT JOIN rollup_run_totals t USING (run_id))
     """
     return sql, [cur_start] + params
 

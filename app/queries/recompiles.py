@@ -63,8 +63,8 @@ def storm_run(con, f: Filters) -> str | None:
     if f.run_id:
         return f.run_id
     cte, params = runs_cte(f)
-    row = df(con, f"WITH {cte} SELECT rc.run_id FROM rollup_recompiles rc JOIN fr USING (run_id) "
-                  f"GROUP BY 1 ORDER BY sum(rc.n) DESC, 1 LIMIT 1", params)
+    row = df(con, f"WITH {cte} SELECT t.run_id FROM rollup_run_totals t JOIN fr USING (run_id) "
+                  f"WHERE t.recompiles > 0 ORDER BY t.recompiles DESC, 1 LIMIT 1", params)
     return None if row.empty else str(row.iloc[0, 0])
 
 

@@ -99,6 +99,23 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     ct["cache_misses"] = ct["cache_misses"].astype(int)
     out["rollup_compile_time"] = (ct, [*cols, "compiles", "recompiles", "total_s", "tracing_s", "aot_s",
                                        "inductor_s", "autotune_s", "cache_misses"])
+    st = _raw(con, "step_timings")
+    cols = ["run_id", "callable", "mode"]
+    steps = st.groupby(cols, dropna=False).agg(
+        calls=("phase", "size"), compile_steps=("phase", lambda p: int((p == "compile").sum())),
+        steady_calls=("phase", lambda p: int((p == "steady").sum()))).reset_index()
+    steady = st[st["phase"] == "steady"].groupby(cols, dropna=False)["duration_ms"].median().round(6).rename("steady_ms")
+    steps = steps.merge(steady.reset_index(), on=cols, how="left")
+    out["rollup_steps"] = (steps, [*cols, "calls", "compile_steps", "steady_calls", "steady_ms"])
+    counts = [frame.groupby("run_id").size().rename(name) for frame, name in
+              ((gb, "graph_breaks"), (rc, "recompiles"), (lh, "limit_hits"), (gf, "guard_failures"))]
+    totals = pd.concat([*counts, c.groupby("run_id")["entire_frame_compile_time_s"].sum(min_count=1)
+                        .rename("compile_s")], axis=1)
+    totals = totals.fillna({k: 0 for k in ("graph_breaks", "recompiles", "limit_hits", "guard_failures")})
+    totals["compile_s"] = totals["compile_s"].astype(float).round(6)
+    totals = totals.astype({k: int for k in ("graph_breaks", "recompiles", "limit_hits", "guard_failures")})
+    out["rollup_run_totals"] = (totals.rename_axis("run_id").reset_index(),
+                                ["run_id", "graph_breaks", "recompiles", "limit_hits", "guard_failures", "compile_s"])
     out.update(_expected_day(con, gb, gf, rc, c))
     return out
 
@@ -160,6 +177,10 @@ def assert_rollups_match(store) -> dict[str, int]:
             if table in ("rollup_compile_time", "rollup_day_compile_time"):
                 for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
                     got[col] = got[col].astype(float).round(6)
+            if table == "rollup_run_totals":
+                got["compile_s"] = got["compile_s"].astype(float).round(6)
+            if table == "rollup_steps":
+                got["steady_ms"] = got["steady_ms"].astype(float).round(6)
             assert len(got) == len(want), (table, len(got), len(want))
             pd.testing.assert_frame_equal(_key(got, cols), _key(want, cols), obj=table)
             sizes[table] = len(got)
@@ -228,10 +249,10 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
         for t in ("rollup_graph_breaks", "rollup_recompiles", "rollup_guard_failures", "rollup_limit_hits",
                   "rollup_compile_time", "review_snapshots", "review_rows", "rollup_day_runs",
                   "rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time",
-                  "rollup_day_graph_breaks"):
+                  "rollup_day_graph_breaks", "rollup_run_totals", "rollup_steps"):
             con.execute(f"DROP TABLE {t}")
         con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql', "
-                    "'011_day_graph_breaks.sql')")
+                    "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 

@@ -403,7 +403,8 @@ SELECT d.run_no, d.day, d.started_at,
 FROM dated d JOIN g_models m ON d.um >= m.cum_lo AND d.um < m.cum_hi;
 
 CREATE TEMP TABLE g_run_ids AS
-SELECT r.*, h.host, h.gpu_name, r.run_no + 1 AS file_id, epoch(r.started_at) AS t0,
+-- files are numbered in the order the runs happened, as a store that ingests each run after it ends
+SELECT r.*, h.host, h.gpu_name, row_number() OVER (ORDER BY r.started_at, r.run_no) AS file_id, epoch(r.started_at) AS t0,
        strftime(r.started_at, '%Y%m%dT%H%M%SZ') || '-' || r.model || '-' || substr(md5(r.run_no::VARCHAR || '{seed}'), 1, 6) AS run_id,
        CASE WHEN r.v_idx = 9 THEN '{nightly}' || strftime(TIMESTAMP '{start}' + to_days(r.day - r.day % 7), '%Y%m%d')
             ELSE v.version END AS torch_version
@@ -660,6 +661,9 @@ def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int
                 con.execute(stmt)
             con.execute("COMMIT")
             say(f"  {label:<14} {time.perf_counter() - t:6.1f} s")
+        t = time.perf_counter()
+        lay_out_in_file_order(con)
+        say(f"  {'file order':<14} {time.perf_counter() - t:6.1f} s")
         # hardware and run_metrics, as ingest derives them (one set-based pass over all runs)
         t = time.perf_counter()
         con.execute("BEGIN")
@@ -678,6 +682,25 @@ def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int
                             "timing_summaries", "run_metrics")}
     counts["_seconds"] = round(time.perf_counter() - t_start, 1)
     return counts
+
+
+def lay_out_in_file_order(con) -> None:
+    """Rewrite each event table in file order. Ingest appends a file's rows together, so a real
+    store's rows lie in file order and a run's rows in a few row groups, which one-run reads skip to
+    (store/run_rows.py); the set-based inserts above write them in no order."""
+    tables = [t for (t,) in con.execute("""
+        SELECT table_name FROM duckdb_columns() WHERE column_name = 'file_id' AND table_name <> 'files'
+          AND NOT internal AND schema_name = 'main'
+        GROUP BY 1 HAVING bool_or(column_name = 'file_id') ORDER BY 1""").fetchall()]
+    con.execute("SET preserve_insertion_order = true")
+    for table in tables:
+        con.execute("BEGIN")
+        con.execute(f"CREATE TABLE _in_file_order AS SELECT * FROM {table}")
+        con.execute(f"DELETE FROM {table}")
+        con.execute(f"INSERT INTO {table} SELECT * FROM _in_file_order ORDER BY file_id")
+        con.execute("DROP TABLE _in_file_order")
+        con.execute("COMMIT")
+    con.execute("SET preserve_insertion_order = false")
 
 
 INTEGRITY_CHECKS = {

@@ -7,6 +7,7 @@ A compile id names a frame's compile; its attempts (a restart after a graph brea
 from __future__ import annotations
 
 from compilewatch.deepdive.artifacts import rows
+from compilewatch.store.run_rows import run_filter
 
 _ATTEMPT_COLUMNS = ("compile_id, rank, co_name, co_filename, co_firstlineno, entire_frame_compile_time_s, "
                     "backend_compile_time_s, inductor_compile_time_s, code_gen_time_s, guard_count, "
@@ -17,13 +18,14 @@ _ATTEMPT_COLUMNS = ("compile_id, rank, co_name, co_filename, co_firstlineno, ent
 
 def compile_ids(con, run_id: str) -> list[dict]:
     """Every compile id of the run (from compiles and artifacts), with its artifact count."""
-    return rows(con, """
+    run = run_filter(con, run_id)
+    return rows(con, f"""
     WITH a AS (SELECT compile_id, rank, count(*) FILTER (WHERE kind <> 'dynamo_start') AS artifacts
-               FROM artifacts WHERE run_id = ? AND compile_id IS NOT NULL GROUP BY ALL),
+               FROM artifacts WHERE {run} AND compile_id IS NOT NULL GROUP BY ALL),
     c AS (SELECT compile_id, rank, any_value(co_name) AS co_name,
                  any_value(co_filename || ':' || co_firstlineno) AS code, bool_or(is_recompile) AS is_recompile,
                  any_value(fail_type) AS fail_type, min(line_no) AS line_no
-          FROM compiles WHERE run_id = ? GROUP BY ALL)
+          FROM compiles WHERE {run} GROUP BY ALL)
     SELECT coalesce(c.compile_id, a.compile_id) AS compile_id, coalesce(c.rank, a.rank) AS rank, c.co_name, c.code,
            c.is_recompile, c.fail_type, coalesce(a.artifacts, 0) AS artifacts
     FROM c FULL JOIN a ON a.compile_id = c.compile_id AND a.rank IS NOT DISTINCT FROM c.rank

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from compilewatch.deepdive import artifacts
+from compilewatch.store.run_rows import run_filter
 
 _ATTEMPT = re.compile(r"_\d+$")
 
@@ -46,10 +47,11 @@ def _one_line(text, n: int = 120) -> str:
 def _notes(con, run_id: str) -> dict:
     """(base compile id, rank) -> notes, from the compiles, recompiles and graph_breaks tables."""
     notes: dict = {}
+    run = run_filter(con, run_id)
     cur = con.cursor()
     try:
         for cid, rank, fail_type, attempt in cur.execute(
-                "SELECT compile_id, rank, fail_type, attempt FROM compiles WHERE run_id = ? ORDER BY line_no",
+                f"SELECT compile_id, rank, fail_type, attempt FROM compiles WHERE {run} ORDER BY line_no",
                 [run_id]).fetchall():
             n = notes.setdefault((base_id(cid), rank), [])
             if fail_type and f"failed: {fail_type}" not in n:
@@ -57,12 +59,12 @@ def _notes(con, run_id: str) -> dict:
             if attempt and "restarted" not in n:
                 n.append("restarted")
         for cid, rank, reason in cur.execute(
-                "SELECT compile_id, rank, reason FROM recompiles WHERE run_id = ? ORDER BY line_no",
+                f"SELECT compile_id, rank, reason FROM recompiles WHERE {run} ORDER BY line_no",
                 [run_id]).fetchall():
             notes.setdefault((base_id(cid), rank), []).insert(0, "recompile" + (f": {_one_line(reason)}" if reason else ""))
         for cid, rank, gb_type, reason, ufile, uline in cur.execute(
                 "SELECT compile_id, rank, gb_type, reason_norm, user_file, user_line FROM graph_breaks "
-                "WHERE run_id = ? ORDER BY line_no", [run_id]).fetchall():
+                f"WHERE {run} ORDER BY line_no", [run_id]).fetchall():
             where = f" at {ufile}:{uline}" if ufile else ""
             notes.setdefault((base_id(cid), rank), []).append(f"graph break: {_one_line(gb_type or reason, 80)}{where}")
     finally:

@@ -18,6 +18,7 @@ from compilewatch.app.queries.common import df
 from compilewatch.core.errors import CompileWatchError
 from compilewatch.deepdive import artifacts
 from compilewatch.ingest.rank_names import RANK_IN_NAME
+from compilewatch.store.run_rows import run_filter
 
 # The run's files with the rank their name gives; every per-rank query starts here.
 _FILES = """fr AS (
@@ -39,6 +40,7 @@ def per_rank(con, f: Filters) -> pd.DataFrame:
     the job logged graph_execution), collective_schedule ("compile_id op" of each graph's
     inductor_collective_schedule), files. Rank is null where neither the file name nor
     the records say."""
+    run = run_filter(con, f.run_id, "e")
     compiles = df(con, f"""
     WITH {_FILES}
     SELECT coalesce(fr.name_rank, e.rank) AS rank, count(*) AS compiles,
@@ -47,25 +49,25 @@ def per_rank(con, f: Filters) -> pd.DataFrame:
            count(*) FILTER (WHERE e.fail_type IS NOT NULL) AS failures,
            sum(e.entire_frame_compile_time_s) AS compile_time_s,
            count(DISTINCT e.file_id) AS files
-    FROM compiles e LEFT JOIN fr USING (file_id) WHERE e.run_id = ? GROUP BY ALL""", _params(f))
+    FROM compiles e LEFT JOIN fr USING (file_id) WHERE {run} GROUP BY ALL""", _params(f))
     recompiles = df(con, f"""
     WITH {_FILES}
     SELECT coalesce(fr.name_rank, e.rank) AS rank, count(*) AS recompiles,
            string_agg(DISTINCT e.function, ', ' ORDER BY e.function) AS recompiled
-    FROM recompiles e LEFT JOIN fr USING (file_id) WHERE e.run_id = ? GROUP BY ALL""", _params(f))
+    FROM recompiles e LEFT JOIN fr USING (file_id) WHERE {run} GROUP BY ALL""", _params(f))
     breaks = df(con, f"""
     WITH {_FILES}
     SELECT coalesce(fr.name_rank, e.rank) AS rank, count(*) AS graph_breaks,
            string_agg(DISTINCT coalesce(e.gb_type, e.reason_norm), ' | '
                       ORDER BY coalesce(e.gb_type, e.reason_norm)) AS break_types
-    FROM graph_breaks e LEFT JOIN fr USING (file_id) WHERE e.run_id = ? GROUP BY ALL""", _params(f))
+    FROM graph_breaks e LEFT JOIN fr USING (file_id) WHERE {run} GROUP BY ALL""", _params(f))
     cache = df(con, f"""
     WITH {_FILES}
     SELECT coalesce(fr.name_rank, e.rank) AS rank,
            count(*) FILTER (WHERE e.outcome = 'hit') AS cache_hits,
            count(*) FILTER (WHERE e.outcome = 'miss') AS cache_misses,
            list(concat_ws(' ', {_CID}, e.cache, e.outcome) ORDER BY e.file_id, e.line_no) AS cache_pattern
-    FROM cache_events e LEFT JOIN fr USING (file_id) WHERE e.run_id = ? GROUP BY ALL""", _params(f))
+    FROM cache_events e LEFT JOIN fr USING (file_id) WHERE {run} GROUP BY ALL""", _params(f))
     out = compiles
     for part in (recompiles, breaks, cache, _artifact_sequences(con, f)):
         out = out.merge(part, on="rank", how="outer")
@@ -103,7 +105,7 @@ def _artifact_sequences(con, f: Filters) -> pd.DataFrame:
     WITH {_FILES}
     SELECT coalesce(fr.name_rank, a.rank) AS rank, a.file_id, a.line_no, a.name, a.compile_id
     FROM artifacts a LEFT JOIN fr USING (file_id)
-    WHERE a.run_id = ? AND a.kind = 'artifact' AND list_contains(?::VARCHAR[], a.name)
+    WHERE {run_filter(con, f.run_id, 'a')} AND a.kind = 'artifact' AND list_contains(?::VARCHAR[], a.name)
     ORDER BY a.file_id, a.line_no""", _params(f)[:2] + [f.run_id, list(by_name)])
     seqs: dict = {}
     for row in found.itertuples():
@@ -134,7 +136,7 @@ def rank_steps(con, f: Filters) -> pd.DataFrame:
            sum(s.duration_ms) FILTER (WHERE s.phase = 'compile') AS compile_ms,
            median(s.duration_ms) FILTER (WHERE s.phase = 'steady') AS steady_ms,
            quantile_cont(s.duration_ms, 0.9) FILTER (WHERE s.phase = 'steady') AS steady_p90_ms
-    FROM step_timings s LEFT JOIN fr USING (file_id) WHERE s.run_id = ?
+    FROM step_timings s LEFT JOIN fr USING (file_id) WHERE {run_filter(con, f.run_id, 's')}
     GROUP BY ALL ORDER BY rank, s.callable, s.mode LIMIT 500""", _params(f))
 
 

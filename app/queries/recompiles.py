@@ -10,6 +10,7 @@ from compilewatch.app.filters import Filters
 from compilewatch.app.cells import cell_where
 from compilewatch.app.queries.common import df, runs_cte
 from compilewatch.review.hints import guard_hint
+from compilewatch.store.run_rows import run_filter
 
 # A storm: the recompile limit was hit, or one function recompiled at least MANY times in a run
 # (torch's default recompile_limit is 8), or BURST recompiles landed within one minute.
@@ -75,10 +76,11 @@ def timeline(con, f: Filters) -> pd.DataFrame:
     run_id = storm_run(con, f)
     if run_id is None:
         return pd.DataFrame(columns=["run_id", "function", "seq", "t_s", "cumulative", "category", "reason", "compile_id"])
-    sql = """
-    WITH rc AS (SELECT * FROM recompiles WHERE run_id = ?),
+    run = run_filter(con, run_id)
+    sql = f"""
+    WITH rc AS (SELECT * FROM recompiles WHERE {run}),
     g AS (SELECT file_id, recompile_no, arg_min(category, line_no) AS category
-          FROM guard_failures WHERE run_id = ? GROUP BY ALL)
+          FROM guard_failures WHERE {run} GROUP BY ALL)
     SELECT rc.run_id, coalesce(rc.function, '?') AS function, rc.compile_id,
            row_number() OVER (ORDER BY rc.ts NULLS LAST, rc.file_id, rc.recompile_no, rc.line_no) AS seq,
            rc.ts - min(rc.ts) OVER () AS t_s,

@@ -6,6 +6,7 @@ import pandas as pd
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import RUN_TIME, df, runs_cte
 from compilewatch.app.queries.hotspots import BREAK_KEY
+from compilewatch.store.run_rows import run_filter
 
 
 def runs_list(con, f: Filters) -> pd.DataFrame:
@@ -20,20 +21,21 @@ def runs_list(con, f: Filters) -> pd.DataFrame:
 
 
 def _frame(con, sql: str, f: Filters, extra: list | None = None) -> pd.DataFrame:
-    return df(con, sql, [f.run_id] + (extra or []))
+    """``sql`` with ``{run}`` the run's rows of its one event table (store/run_rows.py)."""
+    return df(con, sql.replace("{run}", run_filter(con, f.run_id)), [f.run_id] + (extra or []))
 
 
 def manifest(con, f: Filters) -> pd.DataFrame:
     """The run's row of runs (manifest_json included) and its event counts, summed from its rollups
     (store/rollups.py), which hold every event of the run, instead of counted over the event tables."""
-    return _frame(con, f"""
+    return df(con, f"""
     SELECT r.*, {RUN_TIME} AS run_time,
            (SELECT coalesce(sum(compiles), 0)::BIGINT FROM rollup_compile_time WHERE run_id = r.run_id) AS compiles,
            (SELECT coalesce(sum(n), 0)::BIGINT FROM rollup_graph_breaks WHERE run_id = r.run_id) AS graph_breaks,
            (SELECT coalesce(sum(n), 0)::BIGINT FROM rollup_recompiles WHERE run_id = r.run_id) AS recompiles,
            (SELECT coalesce(sum(n), 0)::BIGINT FROM rollup_limit_hits WHERE run_id = r.run_id) AS limit_hits,
            (SELECT count(*) FROM ingest_errors WHERE run_id = r.run_id) AS ingest_errors
-    FROM runs r WHERE r.run_id = ?""", f)
+    FROM runs r WHERE r.run_id = ?""", [f.run_id])
 
 
 def compiles(con, f: Filters) -> pd.DataFrame:
@@ -44,14 +46,14 @@ def compiles(con, f: Filters) -> pd.DataFrame:
            guard_count, shape_env_guard_count, graph_op_count, graph_node_count, graph_input_count,
            cache_size, is_recompile, recompile_reason, fail_type, fail_reason,
            make_timestamp(CAST(start_time * 1e6 AS BIGINT)) AS started
-    FROM compiles WHERE run_id = ?
+    FROM compiles WHERE {run}
     ORDER BY start_time NULLS LAST, frame_id, frame_compile_id, attempt LIMIT 2000""", f)
 
 
 def compile_metrics(con, f: Filters) -> pd.DataFrame:
     """The full compilation_metrics JSON (every field that torch version logs) of f.compile_id in f.run_id."""
     return _frame(con, """
-    SELECT compile_id, metrics_json FROM compiles WHERE run_id = ? AND compile_id = ? LIMIT 1""",
+    SELECT compile_id, metrics_json FROM compiles WHERE {run} AND compile_id = ? LIMIT 1""",
                 f, [f.compile_id])
 
 
@@ -60,7 +62,7 @@ def phases(con, f: Filters) -> pd.DataFrame:
     duration_ms. The 1,500 longest when there are more."""
     return _frame(con, """
     WITH p AS (SELECT compile_id, rank, name, start_us, duration_us FROM compile_phases
-               WHERE run_id = ? AND start_us IS NOT NULL ORDER BY duration_us DESC NULLS LAST LIMIT 1500),
+               WHERE {run} AND start_us IS NOT NULL ORDER BY duration_us DESC NULLS LAST LIMIT 1500),
     z AS (SELECT min(start_us) AS t0 FROM p)
     SELECT coalesce(compile_id, '-') AS compile_id, rank, name,
            (start_us - z.t0) / 1000.0 AS start_ms,
@@ -73,7 +75,7 @@ def phase_totals(con, f: Filters) -> pd.DataFrame:
     """Total time per phase name across the run's compiles."""
     return _frame(con, """
     SELECT name, count(*) AS count, sum(duration_us) / 1e6 AS total_s, max(duration_us) / 1e6 AS max_s
-    FROM compile_phases WHERE run_id = ? GROUP BY name ORDER BY total_s DESC NULLS LAST LIMIT 100""", f)
+    FROM compile_phases WHERE {run} GROUP BY name ORDER BY total_s DESC NULLS LAST LIMIT 100""", f)
 
 
 def breaks(con, f: Filters) -> pd.DataFrame:
@@ -85,7 +87,7 @@ def breaks(con, f: Filters) -> pd.DataFrame:
            string_agg(DISTINCT gb.compile_id, ', ' ORDER BY gb.compile_id) AS compile_ids,
            any_value(gb.explanation) AS explanation, any_value(gb.hints) AS hints,
            any_value(gb.user_stack) AS user_stack, min(gb.line_no) AS first_line, any_value(gb.gb_code) AS gb_code
-    FROM graph_breaks gb WHERE gb.run_id = ?
+    FROM graph_breaks gb WHERE {{run}}
     GROUP BY 1 ORDER BY occurrences DESC LIMIT 500""", f)
 
 
@@ -94,18 +96,18 @@ def recompiles(con, f: Filters) -> pd.DataFrame:
     return _frame(con, """
     WITH g AS (SELECT file_id, recompile_no, arg_min(category, line_no) AS category,
                       arg_min(raw, line_no) AS guard
-               FROM guard_failures WHERE run_id = ? GROUP BY ALL)
+               FROM guard_failures WHERE {run} GROUP BY ALL)
     SELECT rc.recompile_no, rc.compile_id, rc.function, rc.file || ':' || rc.line AS location,
            make_timestamp(CAST(rc.ts * 1e6 AS BIGINT)) AS at, g.category, coalesce(g.guard, rc.reason) AS guard, rc.line_no
     FROM recompiles rc LEFT JOIN g USING (file_id, recompile_no)
-    WHERE rc.run_id = ?
+    WHERE {run}
     ORDER BY rc.ts NULLS LAST, rc.file_id, rc.recompile_no LIMIT 1000""", f, [f.run_id])
 
 
 def limit_hits(con, f: Filters) -> pd.DataFrame:
     return _frame(con, """
     SELECT compile_id, limit_name, limit_value, function, file || ':' || line AS location, reason
-    FROM limit_hits WHERE run_id = ? ORDER BY line_no LIMIT 200""", f)
+    FROM limit_hits WHERE {run} ORDER BY line_no LIMIT 200""", f)
 
 
 def step_summary(con, f: Filters) -> pd.DataFrame:
@@ -114,7 +116,7 @@ def step_summary(con, f: Filters) -> pd.DataFrame:
     SELECT callable, mode, phase, count(*) AS steps, median(duration_ms) AS median_ms,
            quantile_cont(duration_ms, 0.9) AS p90_ms, min(duration_ms) AS min_ms, max(duration_ms) AS max_ms,
            max(peak_mem_bytes) / 2^30 AS peak_mem_gib
-    FROM step_timings WHERE run_id = ?
+    FROM step_timings WHERE {run}
     GROUP BY callable, mode, phase ORDER BY callable, mode,
         CASE phase WHEN 'compile' THEN 0 WHEN 'warmup' THEN 1 WHEN 'steady' THEN 2 ELSE 3 END LIMIT 200""", f)
 
@@ -123,7 +125,7 @@ def step_series(con, f: Filters) -> pd.DataFrame:
     """Step times for the chart: callable, mode, step, phase, duration_ms (5,000 points at most)."""
     return _frame(con, """
     SELECT callable, mode, step, phase, duration_ms FROM step_timings
-    WHERE run_id = ? ORDER BY step LIMIT 5000""", f)
+    WHERE {run} ORDER BY step LIMIT 5000""", f)
 
 
 def bench(con, f: Filters) -> pd.DataFrame:
@@ -131,7 +133,7 @@ def bench(con, f: Filters) -> pd.DataFrame:
     SELECT model, mode, task, device, batch_size, speedup, abs_latency_ms, eager_latency_ms,
            compilation_latency_s, compression_ratio, eager_peak_mem_gb, dynamo_peak_mem_gb,
            graph_breaks, unique_graphs, recompiles, accuracy
-    FROM bench_results WHERE run_id = ? ORDER BY model LIMIT 500""", f)
+    FROM bench_results WHERE {run} ORDER BY model LIMIT 500""", f)
 
 
 def errors_summary(con, f: Filters) -> pd.DataFrame:
@@ -139,13 +141,13 @@ def errors_summary(con, f: Filters) -> pd.DataFrame:
     return _frame(con, """
     SELECT original_name, kind, count(*) AS errors, min(line_no) AS first_line,
            any_value(message) AS example
-    FROM ingest_errors WHERE run_id = ? GROUP BY ALL ORDER BY errors DESC LIMIT 200""", f)
+    FROM ingest_errors WHERE {run} GROUP BY ALL ORDER BY errors DESC LIMIT 200""", f)
 
 
 def errors(con, f: Filters) -> pd.DataFrame:
     return _frame(con, """
     SELECT original_name, line_no, kind, message, excerpt FROM ingest_errors
-    WHERE run_id = ? ORDER BY original_name, line_no LIMIT 500""", f)
+    WHERE {run} ORDER BY original_name, line_no LIMIT 500""", f)
 
 
 def files(con, f: Filters) -> pd.DataFrame:
@@ -153,7 +155,7 @@ def files(con, f: Filters) -> pd.DataFrame:
     return _frame(con, """
     SELECT file_id, original_name, kind, status, size_bytes, records, errors, parser_version,
            stored_path, sha256, ingested_at
-    FROM files WHERE run_id = ? ORDER BY file_id LIMIT 500""", f)
+    FROM files WHERE {run} ORDER BY file_id LIMIT 500""", f)
 
 
 def cudagraph_events(con, f: Filters) -> pd.DataFrame:
@@ -163,7 +165,7 @@ def cudagraph_events(con, f: Filters) -> pd.DataFrame:
     d = _frame(con, """
     SELECT event, category, reason, user_file || ':' || user_line AS location, user_function, user_code,
            count(*) AS times, max(count) AS max_count, min(compile_id) AS compile_id
-    FROM cudagraph_events WHERE run_id = ? GROUP BY ALL ORDER BY event DESC, times DESC LIMIT 200""", f)
+    FROM cudagraph_events WHERE {run} GROUP BY ALL ORDER BY event DESC, times DESC LIMIT 200""", f)
     d["hint"] = [HINTS.get(c, OTHER_HINT) for c in d["category"]]
     return d
 
@@ -175,4 +177,4 @@ def cache_layers(con, f: Filters) -> pd.DataFrame:
     SELECT coalesce(compile_id, '-') AS compile_id, cache, count(*) FILTER (outcome = 'hit') AS hits,
            count(*) FILTER (outcome = 'miss') AS misses, count(*) FILTER (outcome = 'bypass') AS bypasses,
            any_value(reason) FILTER (reason IS NOT NULL) AS bypass_reason
-    FROM cache_events WHERE run_id = ? GROUP BY ALL ORDER BY compile_id, cache""", f)
+    FROM cache_events WHERE {run} GROUP BY ALL ORDER BY compile_id, cache""", f)

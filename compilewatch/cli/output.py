@@ -8,13 +8,17 @@ so rich never reads it as markup either.
 from __future__ import annotations
 
 import sys
-
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from compilewatch.core import safetext
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+# rich is imported where a table or a bar is made, not with the CLI: its modules are ~5 MB of
+# resident memory that `ingest` would otherwise carry through its peak (the DuckDB load), and
+# the result table is printed after it.
 
 # Not a terminal (CI logs, pipes): wide enough that a line of the table stays one line to grep.
 _PIPE_WIDTH = 200
@@ -31,12 +35,15 @@ def safe_block(value) -> str:
 
 
 def console(stderr: bool = False) -> Console:
+    from rich.console import Console
     stream = sys.stderr if stderr else sys.stdout
     return Console(file=stream, width=None if stream.isatty() else _PIPE_WIDTH, highlight=False, soft_wrap=False)
 
 
 def table(headers: list[str], rows: list[list], *, wrap: tuple[str, ...] = ()) -> Table:
     """A plain table; every cell made safe. Columns named in `wrap` fold instead of widening."""
+    from rich.table import Table
+    from rich.text import Text
     t = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
     for h in headers:
         t.add_column(h, overflow="fold" if h in wrap else "ellipsis", no_wrap=h not in wrap,
@@ -48,6 +55,7 @@ def table(headers: list[str], rows: list[list], *, wrap: tuple[str, ...] = ()) -
 
 def render(t: Table) -> str:
     """A table as text, for commands that print it among other lines."""
+    from rich.console import Console
     c = Console(width=console().width, highlight=False, soft_wrap=False, record=True, file=_Discard())
     c.print(t)
     return c.export_text().rstrip("\n")
@@ -76,6 +84,8 @@ class IngestProgress:
     def __init__(self, enabled: bool):
         self.progress = None
         if enabled:
+            from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
+                                       TransferSpeedColumn)
             self.progress = Progress(TextColumn("{task.fields[name]}", style="dim"), BarColumn(),
                                      DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
                                      console=console(stderr=True), transient=True)

@@ -56,6 +56,19 @@ def measure(cmd: list[str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
+def stored(db: Path) -> None:
+    """Exit unless the ingest into db stored its file: a run that failed (out of memory, say) is
+    fast and small, and must not be reported as a figure."""
+    import duckdb
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        n = con.execute("SELECT count(*) FROM files WHERE status IN ('ok', 'partial')").fetchone()[0]
+    finally:
+        con.close()
+    if n < 1:
+        sys.exit(f"the ingest into {db} stored no file: its figures are not reported")
+
+
 def best(cmd_for_run, repeat: int) -> tuple[float, float]:
     """Fastest wall time of `repeat` runs and the peak RSS of that run (others' load only ever
     slows a run down)."""
@@ -80,6 +93,8 @@ def bench_trace(tmp: Path, mb_target: float, repeat: int, tlparse: bool) -> None
     mb = trace.stat().st_size / 1e6
     print(f"TORCH_TRACE {what} ({load()})")
     w, r = best(lambda i: CW + ["ingest", "--quiet", str(trace), "--db", str(tmp / f"t{i}" / "db.duckdb")], repeat)
+    for i in range(repeat):
+        stored(tmp / f"t{i}" / "db.duckdb")
     print(f"  compilewatch ingest  {w:6.2f} s  {r:6.0f} MB peak RSS  {mb / w:6.1f} MB/s")
     if tlparse:
         tw, tr = best(lambda i: [str(VENV_BIN / "tlparse"), str(trace), "-o", str(tmp / "tl"), "--overwrite",
@@ -98,6 +113,8 @@ def bench_text(tmp: Path, mb_target: float, repeat: int) -> None:
     fw, fr = best(lambda i: env_py, repeat)
     sw, sr = best(lambda i: CW + ["summarize", str(text)], repeat)
     iw, ir = best(lambda i: CW + ["ingest", "--quiet", str(text), "--db", str(tmp / f"x{i}" / "db.duckdb")], repeat)
+    for i in range(repeat):
+        stored(tmp / f"x{i}" / "db.duckdb")
     print(f"  parse-only floor     {fw:6.2f} s  {fr:6.0f} MB peak RSS  {mb / fw:6.1f} MB/s")
     print(f"  compilewatch summarize {sw:4.2f} s  {sr:6.0f} MB peak RSS  {mb / sw:6.1f} MB/s  "
           f"= {fw / sw:.2f}x the floor's rate")
@@ -112,6 +129,7 @@ def bench_big(tmp: Path, mb_target: float) -> None:
         f, _ = build(kind, mb_target, tmp / "big")
         mb = f.stat().st_size / 1e6
         w, r = measure(CW + ["ingest", "--quiet", str(f), "--db", str(tmp / "big" / "db.duckdb")])
+        stored(tmp / "big" / "db.duckdb")
         print(f"{name} {mb:.0f} MB: compilewatch ingest {w:6.1f} s  {mb / w:6.1f} MB/s  {r:6.0f} MB peak RSS "
               f"(target < 400) ({load()})")
         shutil.rmtree(tmp / "big")

@@ -71,7 +71,7 @@ class RoundTrips:
     server's own log and statistics (module docstring)."""
 
     # what a statement touches, first match wins; DuckLake names its catalog tables ducklake_*
-    KINDS = (("claims", re.compile(r"compilewatch_claims")), ("file_ids", re.compile(r"compilewatch_file_id")),
+    KINDS = (("claims", re.compile(r"compilewatch_claim")), ("file_ids", re.compile(r"compilewatch_file_id")),
              ("ducklake_catalog", re.compile(r"ducklake_")))
 
     def __init__(self, pg: LocalPostgres, dbname: str):
@@ -93,11 +93,13 @@ class RoundTrips:
             text = f.read().decode(errors="replace")
         counts = dict.fromkeys([k for k, _ in self.KINDS] + ["other"], 0)
         marker = re.compile(rf"^{re.escape(self.dbname)}\|.*?LOG:  (?:statement|execute [^:]*): (.*)$")
+        rollbacks = 0   # a DuckLake commit that lost a race is rolled back and its file written again
         for line in text.splitlines():
             m = marker.match(line)
             if m:
                 counts[next((k for k, rx in self.KINDS if rx.search(m[1])), "other")] += 1
-        return dict(statements=sum(counts.values()), transactions=xacts, **counts)
+                rollbacks += m[1].strip() == "ROLLBACK"
+        return dict(statements=sum(counts.values()), transactions=xacts, rollbacks=rollbacks, **counts)
 
 
 def measure(db: str, data_path: Path | None, bundles: list[Path], workers: int,
@@ -168,7 +170,8 @@ def main(argv=None) -> int:
                   f"load {r['load_avg']:.1f}", flush=True)
             print(f"          PostgreSQL per file: {per['statements']:.1f} statements ({per['claims']:.1f} claims, "
                   f"{per['file_ids']:.1f} file ids, {per['ducklake_catalog']:.1f} DuckLake catalog, "
-                  f"{per['other']:.1f} other), {per['transactions']:.1f} transactions", flush=True)
+                  f"{per['other']:.1f} other), {per['transactions']:.1f} transactions, {per['rollbacks']:.2f} rollbacks",
+                  flush=True)
         if not args.no_embedded:
             for k in counts:
                 r = measure(str(tmp / f"emb-{k}" / "cw.duckdb"), None, bundles, k)

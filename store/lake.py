@@ -19,6 +19,10 @@ ingest SQL run unchanged; only the few things DuckLake lacks are handled here:
   never a claim without rows; the check of the files table made after claiming covers that case.
   A file's claim, its run's claim and its file id are one round trip: a PostgreSQL function
   (`compilewatch_claim_file`) inserts both keys and takes the id from the sequence.
+- Files are written one host at a time: the same call takes a transaction-level advisory lock,
+  released with the claims after the rows' DuckLake commit. Hosts still parse in parallel; their
+  writes would otherwise conflict in DuckLake's catalog (a file's rollups update rows of tables
+  every other file updates too) and be written again, each retry with all of its round trips.
 - Conflicting DuckLake commits (two hosts appending to or updating one table in the same instant)
   are retried with the claims still held, so a retry cannot let a duplicate in.
 """
@@ -44,13 +48,16 @@ CLAIMS = "compilewatch_claims"
 # pg_advisory_xact_lock key under which a store's catalog is created and migrated: PostgreSQL itself
 # queues every other process on it, so N hosts starting on a brand-new store take turns.
 INIT_LOCK_KEY = 0x636F6D70  # "comp"
+# pg_advisory_xact_lock key a host holds while it writes one file's rows (module docstring)
+WRITE_LOCK_KEY = 0x636F6D71  # "comq"
 FILE_ID_SEQ = "compilewatch_file_id"
 CLAIM_FILE = "compilewatch_claim_file"
 # What the claims live in, beside DuckLake's tables in the catalog database. claim_file's function
-# does in one call what were three round trips per file (the file's claim, the run's claim, the id):
-# NULL when a committed claim holds the file's key. Each INSERT waits on another host's uncommitted
-# claim like a plain INSERT does; a unique_violation (not ON CONFLICT, which under the REPEATABLE
-# READ the postgres extension uses raises a serialization failure instead) means it committed.
+# does in one call what were three round trips per file (the file's claim, the run's claim, the id)
+# and takes the write lock: NULL when a committed claim holds the file's key. Each INSERT waits on
+# another host's uncommitted claim like a plain INSERT does; a unique_violation (not ON CONFLICT,
+# which under the REPEATABLE READ the postgres extension uses raises a serialization failure
+# instead) means it committed. The write lock is taken last, so its holder waits on nothing.
 CLAIM_OBJECTS = f"""
 CREATE TABLE IF NOT EXISTS {CLAIMS} (key text PRIMARY KEY, host text, pid integer, claimed_at timestamptz DEFAULT now());
 CREATE SEQUENCE IF NOT EXISTS {FILE_ID_SEQ};
@@ -67,6 +74,7 @@ BEGIN
     EXCEPTION WHEN unique_violation THEN
         NULL;   -- the run's creator committed: this file only fills its gaps
     END;
+    PERFORM pg_advisory_xact_lock({WRITE_LOCK_KEY});
     RETURN nextval('{FILE_ID_SEQ}');
 END $$;
 """

@@ -65,6 +65,21 @@ def test_a_held_claim_makes_another_host_wait_then_yields_by_outcome(lake_store)
         other.close()
 
 
+def test_hosts_write_one_file_at_a_time(lake_store):
+    """A host holding a claim holds the store's write turn: another host's claim on a different file
+    of a different run waits until the first host's block ends, then gets its own id."""
+    other = open_store(lake_store.spec, lake_store.folder)
+    try:
+        with lake_store.claim_file("2" * 64, "run-c", True) as held:
+            waiter, got = _claim_in_thread(other, "3" * 64, "run-d")
+            time.sleep(1.0)
+            assert "claim" not in got
+        waiter.join(60)
+        assert got["claim"].stored_under is None and got["claim"].file_id not in (None, held.file_id)
+    finally:
+        other.close()
+
+
 def test_a_store_from_before_the_claim_function_gets_it_on_open(postgres, lake_spec, tmp_path):
     """A catalog created by a compilewatch without the claim function (every migration applied, the
     function missing) is completed by the next open, and ingests into it store each file once."""

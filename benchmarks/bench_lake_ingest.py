@@ -18,7 +18,9 @@ itself: the catalog database logs every statement it receives (`log_statement = 
 per simple query or extended-protocol execute, each a round trip), and pg_stat_database gives its
 transactions (xact_commit + xact_rollback). The count covers the ingest processes from start to
 exit, their connecting and attaching included, divided by the files they stored; the statements
-are also split by what they touch (claims, file ids, DuckLake's catalog tables, the rest).
+are also split by what they touch (claims, file ids, DuckLake's catalog tables, the rest; a
+statement is sorted by its first line), and the ROLLBACKs among them are counted apart: a DuckLake
+commit that lost a race with another worker's is rolled back and the file written again.
 """
 from __future__ import annotations
 

@@ -78,9 +78,6 @@ BEGIN
     RETURN nextval('{FILE_ID_SEQ}');
 END $$;
 """
-# Whether a catalog is ready for this code's claims (checked with the catalog's own existence, in
-# the same round trip): a store created by an earlier version gets the function on its next open.
-CLAIMS_READY = f"to_regprocedure('{CLAIM_FILE}(text,text,text,integer)') IS NOT NULL"
 COMMIT_RETRIES = 50
 
 
@@ -255,9 +252,8 @@ class LakeStore:
                     load_extensions(con)
                     con.execute(f"ATTACH '{quote(libpq(self.spec))}' AS pg (TYPE postgres)")
                     if not create and not con.execute(
-                            "SELECT * FROM postgres_query('pg', ?)",
-                            [f"SELECT to_regclass('public.ducklake_metadata') IS NOT NULL AND {CLAIMS_READY}"]
-                    ).fetchall()[0][0]:
+                            "SELECT * FROM postgres_query('pg', 'SELECT to_regclass(''public.ducklake_metadata'') "
+                            "IS NOT NULL')").fetchall()[0][0]:
                         con.close()
                         return None
                     con.execute(f"ATTACH '{PREFIX}{quote(libpq(self.spec))}' AS lake "
@@ -379,14 +375,22 @@ class LakeStore:
         Two statements before the write: the claim function (both claims and the id) and one query
         of the lake (claim_checks)."""
         key = f"file:{run_id}:{sha}" if bundled else f"loose:{sha}"
+        # The run's claim serialises the hosts creating one run: whoever comes later (its claim
+        # committed) only fills gaps, as run_exists tells it.
+        call = (f"SELECT {CLAIM_FILE}({_pg_literal(key)}, {_pg_literal(f'run:{run_id}')}, "
+                f"{_pg_literal(os.uname().nodename)}, {os.getpid()})")
         with self._cursor() as cur:
             cur.execute("BEGIN")
             try:
-                # The run's claim serialises the hosts creating one run: whoever comes later (its
-                # claim committed) only fills gaps, as run_exists tells it.
-                file_id = cur.execute("SELECT * FROM postgres_query('pg', ?)", [
-                    f"SELECT {CLAIM_FILE}({_pg_literal(key)}, {_pg_literal(f'run:{run_id}')}, "
-                    f"{_pg_literal(os.uname().nodename)}, {os.getpid()})"]).fetchall()[0][0]
+                try:
+                    file_id = cur.execute("SELECT * FROM postgres_query('pg', ?)", [call]).fetchall()[0][0]
+                except duckdb.Error as e:
+                    if f"function {CLAIM_FILE}" not in str(e) or "does not exist" not in str(e):
+                        raise
+                    _rollback(cur)
+                    self._add_claim_function()
+                    cur.execute("BEGIN")
+                    file_id = cur.execute("SELECT * FROM postgres_query('pg', ?)", [call]).fetchall()[0][0]
             except BaseException:
                 _rollback(cur)
                 raise
@@ -408,14 +412,20 @@ class LakeStore:
                 raise
             cur.execute("COMMIT")
 
+    def _add_claim_function(self) -> None:
+        """A catalog created by a compilewatch from before the claim function gets it at its first
+        claim, not at open: a dashboard only reads, with a login that may not create anything.
+        Under the initialisation lock, since DDL on one object races between hosts."""
+        with self._init_lock(), self._cursor() as cur:
+            cur.execute("CALL postgres_execute('pg', ?)", [CLAIM_OBJECTS])
+
     # -- schema ---------------------------------------------------------------------------------------
     def migrate(self) -> list[str]:
         wanted = migrations()
         with self._cursor() as cur:
             done = applied_migrations(cur)
             check_not_newer(done, describe_target(self.spec))
-            if set(done) >= {n for n, _ in wanted} and cur.execute(
-                    "SELECT * FROM postgres_query('pg', ?)", [f"SELECT {CLAIMS_READY}"]).fetchall()[0][0]:
+            if set(done) >= {n for n, _ in wanted}:
                 return []
             cur.execute("CALL postgres_execute('pg', ?)", [CLAIM_OBJECTS])
         applied = []

@@ -80,18 +80,22 @@ def test_hosts_write_one_file_at_a_time(lake_store):
         other.close()
 
 
-def test_a_store_from_before_the_claim_function_gets_it_on_open(postgres, lake_spec, tmp_path):
+def test_a_store_from_before_the_claim_function_gets_it_at_its_first_claim(postgres, lake_spec, tmp_path):
     """A catalog created by a compilewatch without the claim function (every migration applied, the
-    function missing) is completed by the next open, and ingests into it store each file once."""
+    function missing) opens and reads without creating anything, gets the function at the first
+    ingest, and ingests into it store each file once."""
     data = tmp_path / "lake-data"
     open_store(lake_spec, data).close()
     db = _dbname(lake_spec)
+    exists = f"SELECT to_regprocedure('{CLAIM_FILE}(text,text,text,integer)') IS NOT NULL"
     postgres.psql(f"DROP FUNCTION {CLAIM_FILE}(text, text, text, integer)", dbname=db)
     store = open_store(lake_spec, data)
     try:
-        assert postgres.psql(f"SELECT to_regprocedure('{CLAIM_FILE}(text,text,text,integer)') IS NOT NULL",
-                             dbname=db) == "t"
+        with store.read() as con:
+            assert con.execute("SELECT count(*) FROM files").fetchall() == [(0,)]
+        assert postgres.psql(exists, dbname=db) == "f"
         first = ingest_paths(store, [BUNDLE])
+        assert postgres.psql(exists, dbname=db) == "t"
         assert first.ok and {f.status for f in first.files} == {STORED}
         again = ingest_paths(store, [BUNDLE])
         assert {f.status for f in again.files} == {DUPLICATE}

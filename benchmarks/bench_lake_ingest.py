@@ -12,12 +12,22 @@ MB/s, CPU seconds used per wall second by the workers (2.0 means both cores of t
 with our work) and the load average: together they say whether our CPU, the machine's other users or
 waiting on the store (PostgreSQL round trips, commits) is the limit. Every run checks that each
 bundle's run is stored once.
+
+On DuckLake it also prints the PostgreSQL round trips per stored file, counted by the server
+itself: the catalog database logs every statement it receives (`log_statement = all`, one log line
+per simple query or extended-protocol execute, each a round trip), and pg_stat_database gives its
+transactions (xact_commit + xact_rollback). The count covers the ingest processes from start to
+exit, their connecting and attaching included, divided by the files they stored; the statements
+are also split by what they touch (claims, file ids, DuckLake's catalog tables, the rest; a
+statement is sorted by its first line), and the ROLLBACKs among them are counted apart: a DuckLake
+commit that lost a race with another worker's is rolled back and the file written again.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -58,12 +68,51 @@ def make_bundles(n: int, out: Path) -> list[Path]:
     return bundles
 
 
-def measure(db: str, data_path: Path | None, bundles: list[Path], workers: int) -> dict:
+class RoundTrips:
+    """The statements and transactions one catalog database received while a block ran, read from the
+    server's own log and statistics (module docstring)."""
+
+    # what a statement touches, first match wins; DuckLake names its catalog tables ducklake_*
+    KINDS = (("claims", re.compile(r"compilewatch_claim")), ("file_ids", re.compile(r"compilewatch_file_id")),
+             ("ducklake_catalog", re.compile(r"ducklake_")))
+
+    def __init__(self, pg: LocalPostgres, dbname: str):
+        self.pg, self.dbname = pg, dbname
+        self.log = pg.data / "server.log"
+        pg.psql(f'ALTER DATABASE "{dbname}" SET log_statement = \'all\'')
+
+    def _xacts(self) -> int:
+        return int(self.pg.psql(f"SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '{self.dbname}'"))
+
+    def start(self) -> None:
+        self.offset, self.xacts = self.log.stat().st_size, self._xacts()
+
+    def stop(self) -> dict:
+        time.sleep(1.0)   # a backend's statistics reach pg_stat_database within a second of its exit
+        xacts = self._xacts() - self.xacts - 1   # less the query asking
+        with open(self.log, "rb") as f:
+            f.seek(self.offset)
+            text = f.read().decode(errors="replace")
+        counts = dict.fromkeys([k for k, _ in self.KINDS] + ["other"], 0)
+        marker = re.compile(rf"^{re.escape(self.dbname)}\|.*?LOG:  (?:statement|execute [^:]*): (.*)$")
+        rollbacks = 0   # a DuckLake commit that lost a race is rolled back and its file written again
+        for line in text.splitlines():
+            m = marker.match(line)
+            if m:
+                counts[next((k for k, rx in self.KINDS if rx.search(m[1])), "other")] += 1
+                rollbacks += m[1].strip() == "ROLLBACK"
+        return dict(statements=sum(counts.values()), transactions=xacts, rollbacks=rollbacks, **counts)
+
+
+def measure(db: str, data_path: Path | None, bundles: list[Path], workers: int,
+            trips: RoundTrips | None = None) -> dict:
     env = {**os.environ, "COMPILEWATCH_DB": db}
     if data_path:
         env["COMPILEWATCH_DATA_PATH"] = str(data_path)
     open_store(db, data_path).close()   # migrations are not part of the ingest figure
     shares = [bundles[k::workers] for k in range(workers)]
+    if trips:
+        trips.start()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, "-m", "compilewatch", "ingest", "--quiet", *map(str, share)],
@@ -75,6 +124,7 @@ def measure(db: str, data_path: Path | None, bundles: list[Path], workers: int) 
     if any(p.returncode for p in procs):
         raise SystemExit(f"an ingest failed: {outs}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    counted = trips.stop() if trips else None
     store = open_store(db, data_path)
     with store.read() as con:
         runs, distinct = con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs").fetchall()[0]
@@ -82,9 +132,13 @@ def measure(db: str, data_path: Path | None, bundles: list[Path], workers: int) 
     store.close()
     if runs != len(bundles) or distinct != runs:
         raise SystemExit(f"expected {len(bundles)} runs stored once, found {runs} ({distinct} distinct)")
-    return dict(workers=workers, wall_s=round(wall, 2), bundles_per_s=round(len(bundles) / wall, 2),
-                files_per_s=round(files / wall, 1), mb_per_s=round(mb / wall, 2), files=files, mb=round(mb, 1),
-                cpu_per_wall=round(cpu / wall, 2), load_avg=round(os.getloadavg()[0], 1))
+    out = dict(workers=workers, wall_s=round(wall, 2), bundles_per_s=round(len(bundles) / wall, 2),
+               files_per_s=round(files / wall, 1), mb_per_s=round(mb / wall, 2), files=files, mb=round(mb, 1),
+               cpu_per_wall=round(cpu / wall, 2), load_avg=round(os.getloadavg()[0], 1))
+    if counted:
+        out["round_trips"] = counted
+        out["round_trips_per_file"] = {k: round(v / files, 1) for k, v in counted.items()}
+    return out
 
 
 def main(argv=None) -> int:
@@ -102,21 +156,31 @@ def main(argv=None) -> int:
     try:
         bundles = make_bundles(args.bundles, tmp)
         pg.start()
+        # the database's name on each log line, so the count is the benchmark's catalog's alone
+        pg.psql("ALTER SYSTEM SET log_line_prefix = '%d|'")
+        pg.psql("SELECT pg_reload_conf()")
         print(f"{len(bundles)} bundles; PostgreSQL on 127.0.0.1:{pg.port}; {os.cpu_count()} CPUs; "
               f"load average {os.getloadavg()[0]:.1f} (other users of the machine count too)")
         for k in counts:
             name = f"ingest_{k}"
             pg.create_database(name, fresh=True)
-            r = measure(pg.lake_spec(name), tmp / f"lake-{k}", bundles, k)
+            r = measure(pg.lake_spec(name), tmp / f"lake-{k}", bundles, k, RoundTrips(pg, name))
             results.append(dict(backend="ducklake", **r))
+            per = r["round_trips_per_file"]
             print(f"ducklake  {k} worker(s): {r['wall_s']:6.1f} s  {r['bundles_per_s']:5.2f} bundles/s  "
-                  f"{r['files_per_s']:6.1f} files/s  {r['mb_per_s']:6.2f} MB/s  cpu/wall {r['cpu_per_wall']:.2f}", flush=True)
+                  f"{r['files_per_s']:6.1f} files/s  {r['mb_per_s']:6.2f} MB/s  cpu/wall {r['cpu_per_wall']:.2f}  "
+                  f"load {r['load_avg']:.1f}", flush=True)
+            print(f"          PostgreSQL per file: {per['statements']:.1f} statements ({per['claims']:.1f} claims, "
+                  f"{per['file_ids']:.1f} file ids, {per['ducklake_catalog']:.1f} DuckLake catalog, "
+                  f"{per['other']:.1f} other), {per['transactions']:.1f} transactions, {per['rollbacks']:.2f} rollbacks",
+                  flush=True)
         if not args.no_embedded:
             for k in counts:
                 r = measure(str(tmp / f"emb-{k}" / "cw.duckdb"), None, bundles, k)
                 results.append(dict(backend="duckdb", **r))
                 print(f"embedded  {k} worker(s): {r['wall_s']:6.1f} s  {r['bundles_per_s']:5.2f} bundles/s  "
-                      f"{r['files_per_s']:6.1f} files/s  {r['mb_per_s']:6.2f} MB/s  cpu/wall {r['cpu_per_wall']:.2f}", flush=True)
+                      f"{r['files_per_s']:6.1f} files/s  {r['mb_per_s']:6.2f} MB/s  cpu/wall {r['cpu_per_wall']:.2f}  "
+                      f"load {r['load_avg']:.1f}", flush=True)
     finally:
         pg.stop("immediate")
         shutil.rmtree(tmp, ignore_errors=True)

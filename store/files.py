@@ -169,14 +169,28 @@ def one(con, sql: str, params=None):
     return rows[0] if rows else None
 
 
+def _stored_run_sql(bundled: bool) -> str:
+    """The run holding a content (parameters sha256[, run_id]); a bundle's file only within its run."""
+    if bundled:
+        return "SELECT run_id FROM files WHERE sha256 = ? AND run_id = ? LIMIT 1"
+    return "SELECT run_id FROM files WHERE sha256 = ? LIMIT 1"
+
+
 def stored_run(con, sha: str, run_id: str, bundled: bool) -> str | None:
     """The run that already holds this content, if any (a bundle's file: only within its run)."""
-    if bundled:
-        row = one(con, "SELECT run_id FROM files WHERE sha256 = ? AND run_id = ?", [sha, run_id])
-    else:
-        row = one(con, "SELECT run_id FROM files WHERE sha256 = ? LIMIT 1", [sha])
+    row = one(con, _stored_run_sql(bundled), [sha, run_id] if bundled else [sha])
     return row[0] if row else None
 
 
 def run_exists(con, run_id: str) -> bool:
     return one(con, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id])[0] > 0
+
+
+def claim_checks(con, sha: str, run_id: str, bundled: bool) -> tuple[str | None, bool]:
+    """What a file's claim asks once it holds the claim, in one statement: (stored_run, run_exists).
+    One query, not two: on DuckLake each statement outside a transaction is a catalog snapshot of
+    its own, with its own round trips to PostgreSQL."""
+    found, exists = one(con, f"SELECT ({_stored_run_sql(bundled)}), "
+                             f"(SELECT count(*) FROM runs WHERE run_id = ?) > 0",
+                        [sha, run_id, run_id] if bundled else [sha, run_id])
+    return found, exists

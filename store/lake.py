@@ -17,6 +17,12 @@ ingest SQL run unchanged; only the few things DuckLake lacks are handled here:
   on (the first rolled back or died: its connection closing rolled the claim back). A claim is
   committed only after the rows it guards, so a crash between the two leaves rows without a claim,
   never a claim without rows; the check of the files table made after claiming covers that case.
+  A file's claim, its run's claim and its file id are one round trip: a PostgreSQL function
+  (`compilewatch_claim_file`) inserts both keys and takes the id from the sequence.
+- Files are written one host at a time: the same call takes a transaction-level advisory lock,
+  released with the claims after the rows' DuckLake commit. Hosts still parse in parallel; their
+  writes would otherwise conflict in DuckLake's catalog (a file's rollups update rows of tables
+  every other file updates too) and be written again, each retry with all of its round trips.
 - Conflicting DuckLake commits (two hosts appending to or updating one table in the same instant)
   are retried with the claims still held, so a retry cannot let a duplicate in.
 """
@@ -35,14 +41,43 @@ from compilewatch.core.errors import (CatalogConflictError, StoreError, StoreLog
 from compilewatch.store import LAKE_PREFIX as PREFIX
 from compilewatch.store import FileClaim, scratch
 from compilewatch.store.derived import after_migration
-from compilewatch.store.files import (applied_migrations, check_not_newer, folder_bytes, keep_raw, migration_hint,
-                                      migrations, quote, run_exists, stored_run, transactions)
+from compilewatch.store.files import (applied_migrations, check_not_newer, claim_checks, folder_bytes, keep_raw,
+                                      migration_hint, migrations, quote, stored_run, transactions)
 
 CLAIMS = "compilewatch_claims"
 # pg_advisory_xact_lock key under which a store's catalog is created and migrated: PostgreSQL itself
 # queues every other process on it, so N hosts starting on a brand-new store take turns.
 INIT_LOCK_KEY = 0x636F6D70  # "comp"
+# pg_advisory_xact_lock key a host holds while it writes one file's rows (module docstring)
+WRITE_LOCK_KEY = 0x636F6D71  # "comq"
 FILE_ID_SEQ = "compilewatch_file_id"
+CLAIM_FILE = "compilewatch_claim_file"
+# What the claims live in, beside DuckLake's tables in the catalog database. claim_file's function
+# does in one call what were three round trips per file (the file's claim, the run's claim, the id)
+# and takes the write lock: NULL when a committed claim holds the file's key. Each INSERT waits on
+# another host's uncommitted claim like a plain INSERT does; a unique_violation (not ON CONFLICT,
+# which under the REPEATABLE READ the postgres extension uses raises a serialization failure
+# instead) means it committed. The write lock is taken last, so its holder waits on nothing.
+CLAIM_OBJECTS = f"""
+CREATE TABLE IF NOT EXISTS {CLAIMS} (key text PRIMARY KEY, host text, pid integer, claimed_at timestamptz DEFAULT now());
+CREATE SEQUENCE IF NOT EXISTS {FILE_ID_SEQ};
+CREATE OR REPLACE FUNCTION {CLAIM_FILE}(file_key text, run_key text, claim_host text, claim_pid integer)
+RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    BEGIN
+        INSERT INTO {CLAIMS} (key, host, pid) VALUES (file_key, claim_host, claim_pid);
+    EXCEPTION WHEN unique_violation THEN
+        RETURN NULL;
+    END;
+    BEGIN
+        INSERT INTO {CLAIMS} (key, host, pid) VALUES (run_key, claim_host, claim_pid);
+    EXCEPTION WHEN unique_violation THEN
+        NULL;   -- the run's creator committed: this file only fills its gaps
+    END;
+    PERFORM pg_advisory_xact_lock({WRITE_LOCK_KEY});
+    RETURN nextval('{FILE_ID_SEQ}');
+END $$;
+"""
 COMMIT_RETRIES = 50
 
 
@@ -336,23 +371,53 @@ class LakeStore:
         """The file's claim across every host, held for the block (module docstring). Yields a
         FileClaim: stored_under set when another host stored the content (its claim committed) or
         the files table holds it already (a host that died between its rows' commit and its
-        claim's); else a file id and the transactions to write in, retried on a conflicting commit."""
+        claim's); else a file id and the transactions to write in, retried on a conflicting commit.
+        Two statements before the write: the claim function (both claims and the id) and one query
+        of the lake (claim_checks)."""
         key = f"file:{run_id}:{sha}" if bundled else f"loose:{sha}"
-        with self.claim(key) as mine:
-            if not mine:
+        # The run's claim serialises the hosts creating one run: whoever comes later (its claim
+        # committed) only fills gaps, as run_exists tells it.
+        call = (f"SELECT {CLAIM_FILE}({_pg_literal(key)}, {_pg_literal(f'run:{run_id}')}, "
+                f"{_pg_literal(os.uname().nodename)}, {os.getpid()})")
+        with self._cursor() as cur:
+            cur.execute("BEGIN")
+            try:
+                try:
+                    file_id = cur.execute("SELECT * FROM postgres_query('pg', ?)", [call]).fetchall()[0][0]
+                except duckdb.Error as e:
+                    if f"function {CLAIM_FILE}" not in str(e) or "does not exist" not in str(e):
+                        raise
+                    _rollback(cur)
+                    self._add_claim_function()
+                    cur.execute("BEGIN")
+                    file_id = cur.execute("SELECT * FROM postgres_query('pg', ?)", [call]).fetchall()[0][0]
+            except BaseException:
+                _rollback(cur)
+                raise
+            if file_id is None:
+                _rollback(cur)
                 with self.read() as con:
                     found = stored_run(con, sha, run_id, bundled)
                 yield FileClaim(stored_under=found or run_id)
                 return
-            # The run row is created once: the claim on it serialises the hosts creating it, and
-            # whoever comes later (its claim committed) only fills gaps.
-            with self.claim(f"run:{run_id}"), self._cursor() as cur:
-                found = stored_run(cur, sha, run_id, bundled)
+            try:
+                with self.read() as con:
+                    found, exists = claim_checks(con, sha, run_id, bundled)
                 if found:
                     yield FileClaim(stored_under=found)
-                    return
-                yield FileClaim(file_id=self.next_file_id(cur), run_exists=run_exists(cur, run_id),
-                                transactions=self.transactions)
+                else:
+                    yield FileClaim(file_id=file_id, run_exists=exists, transactions=self.transactions)
+            except BaseException:
+                _rollback(cur)
+                raise
+            cur.execute("COMMIT")
+
+    def _add_claim_function(self) -> None:
+        """A catalog created by a compilewatch from before the claim function gets it at its first
+        claim, not at open: a dashboard only reads, with a login that may not create anything.
+        Under the initialisation lock, since DDL on one object races between hosts."""
+        with self._init_lock(), self._cursor() as cur:
+            cur.execute("CALL postgres_execute('pg', ?)", [CLAIM_OBJECTS])
 
     # -- schema ---------------------------------------------------------------------------------------
     def migrate(self) -> list[str]:
@@ -362,9 +427,7 @@ class LakeStore:
             check_not_newer(done, describe_target(self.spec))
             if set(done) >= {n for n, _ in wanted}:
                 return []
-            cur.execute("CALL postgres_execute('pg', ?)",
-                        [f"CREATE TABLE IF NOT EXISTS {CLAIMS} (key text PRIMARY KEY, host text, pid integer, "
-                         f"claimed_at timestamptz DEFAULT now()); CREATE SEQUENCE IF NOT EXISTS {FILE_ID_SEQ}"])
+            cur.execute("CALL postgres_execute('pg', ?)", [CLAIM_OBJECTS])
         applied = []
         # Each step is claimed, so one host applies it while the others wait and then find it done.
         with self.claim("migration:_migrations") as mine, self._cursor() as cur:
@@ -456,6 +519,20 @@ class _LakeConnection:
 
     def __exit__(self, *exc):
         self._con.close()
+
+
+def _pg_literal(s: str) -> str:
+    """s as a PostgreSQL string literal, for the text postgres_query sends (it takes no parameters).
+    Run ids come from manifests: an escape string (E'...') with quotes and backslashes doubled means
+    the same whatever the server's standard_conforming_strings."""
+    return "E'" + s.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _rollback(cur) -> None:
+    try:
+        cur.execute("ROLLBACK")
+    except duckdb.Error:
+        pass   # the failed statement ended the transaction already
 
 
 def _looks_disconnected(e: Exception) -> bool:

@@ -10,7 +10,7 @@ import pandas as pd
 from compilewatch.app.cells import cell_where
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import df, runs_cte
-from compilewatch.store.rollups import BREAK_KEY  # noqa: F401  (the grouping key; compare and run detail read it here)
+from compilewatch.store.rollups import BREAK_KEY
 
 
 def new_since(f: Filters) -> datetime:
@@ -85,19 +85,30 @@ def hotspot_trend(con, f: Filters, top: int = 8) -> pd.DataFrame:
 
 
 def hotspot_runs(con, f: Filters) -> pd.DataFrame:
-    """The runs where f.break_key occurred: newest first, with counts and an example compile_id."""
+    """The runs where f.break_key occurred: newest first, with counts and an example compile_id.
+    The runs and counts come from the per-run rollup; the compile ids from those runs' rows alone,
+    bounded by their file ids (store/run_rows.py says why that skips the rest of the table)."""
+    cols = ["run_id", "model", "torch_version", "label", "run_time", "occurrences", "compile_ids"]
     if not f.break_key:
-        return pd.DataFrame(columns=["run_id", "model", "torch_version", "label", "run_time", "occurrences", "compile_ids"])
+        return pd.DataFrame(columns=cols)
     cte, params = runs_cte(f)
-    sql = f"""
+    runs = df(con, f"""
     WITH {cte}
-    SELECT fr.run_id, fr.model, fr.torch_version, fr.label, fr.run_time, count(*) AS occurrences,
-           string_agg(DISTINCT gb.compile_id, ', ' ORDER BY gb.compile_id) AS compile_ids
-    FROM graph_breaks gb JOIN fr USING (run_id)
-    WHERE {BREAK_KEY} = ?
-    GROUP BY ALL ORDER BY fr.run_time DESC LIMIT 200
-    """
-    return df(con, sql, params + [f.break_key])
+    SELECT fr.run_id, fr.model, fr.torch_version, fr.label, fr.run_time, rg.n AS occurrences,
+           (SELECT min(file_id) FROM files WHERE run_id = fr.run_id) AS lo,
+           (SELECT max(file_id) FROM files WHERE run_id = fr.run_id) AS hi
+    FROM rollup_graph_breaks rg JOIN fr USING (run_id)
+    WHERE rg.break_key = ?
+    ORDER BY fr.run_time DESC LIMIT 200""", params + [f.break_key])
+    if runs.empty or runs["lo"].isna().all():
+        return runs.assign(compile_ids=None)[cols]
+    lo, hi = int(runs["lo"].min()), int(runs["hi"].max())
+    ids = df(con, f"""
+    SELECT gb.run_id, string_agg(DISTINCT gb.compile_id, ', ' ORDER BY gb.compile_id) AS compile_ids
+    FROM graph_breaks gb
+    WHERE gb.file_id BETWEEN {lo} AND {hi} AND list_contains(?::VARCHAR[], gb.run_id) AND {BREAK_KEY} = ?
+    GROUP BY 1""", [list(runs["run_id"]), f.break_key])
+    return runs.merge(ids, on="run_id", how="left")[cols]
 
 
 def cudagraph_skips(con, f: Filters) -> pd.DataFrame:

@@ -5,7 +5,7 @@ import pandas as pd
 
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import RUN_TIME, df, runs_cte
-from compilewatch.app.queries.hotspots import BREAK_KEY
+from compilewatch.store.rollups import BREAK_KEY
 from compilewatch.store.run_rows import run_filter
 
 

@@ -118,6 +118,17 @@ def test_hotspots_count_what_the_logs_hold_and_filters_narrow(con):
     assert list(found["user_file"]) == ["/tmp/team/train_llama.py"] and list(found["user_line"]) == [155]
 
 
+def test_a_break_lists_its_runs_newest_first_with_their_compile_ids(con):
+    got = hotspots.hotspot_runs(con, ALL.replace(break_key=ITEM_BREAK))
+    raw = con.execute("""
+        SELECT gb.run_id, count(*), string_agg(DISTINCT gb.compile_id, ', ' ORDER BY gb.compile_id)
+        FROM graph_breaks gb JOIN runs r USING (run_id) WHERE gb.break_key = ?
+        GROUP BY gb.run_id, r.started_at ORDER BY r.started_at DESC""", [ITEM_BREAK]).fetchall()
+    assert len(raw) == 6
+    assert [tuple(r) for r in got[["run_id", "occurrences", "compile_ids"]].itertuples(index=False)] == raw
+    assert hotspots.hotspot_runs(con, ALL.replace(break_key="no such break")).empty
+
+
 def test_storm_is_flagged_with_its_reasons(con):
     s = recompiles.storms(con, ALL)
     top = s.iloc[0]

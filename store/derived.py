@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from functools import partial
 
+from compilewatch.store.day_rollups import TABLES as DAY_TABLES
 from compilewatch.store.day_rollups import refresh_day_rollups
 from compilewatch.store.hardware import refresh_hardware
+from compilewatch.store.rollups import TABLES as ROLLUP_TABLES
 from compilewatch.store.rollups import refresh_rollups
 from compilewatch.store.run_metrics import refresh_run_metrics
 
@@ -35,11 +37,17 @@ def refresh_run(con, run_id: str) -> None:
 
 
 def refresh_all(con) -> None:
-    """Set-based, for every run at once: a team-year store backfills in seconds, not per run."""
-    refresh_hardware(con)
-    refresh_run_metrics(con)
-    refresh_rollups(con)
-    refresh_day_rollups(con)
+    """Set-based, for every run at once: a team-year store backfills in seconds, not per run. Each
+    table is committed on its own (con must not be in a transaction): DuckDB holds a transaction's
+    new rows in memory until a row group fills, and every rollup of an organisation's year in one
+    transaction ran past 2 GB."""
+    steps = [refresh_hardware, refresh_run_metrics,
+             *(partial(refresh_rollups, tables=(t,)) for t in ROLLUP_TABLES),
+             *(partial(refresh_day_rollups, tables=(t,)) for t in DAY_TABLES)]   # rollup_day_runs first
+    for step in steps:
+        con.execute("BEGIN")
+        step(con)
+        con.execute("COMMIT")
 
 
 def after_migration(con, name: str) -> None:

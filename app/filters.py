@@ -113,3 +113,22 @@ def to_params(f: Filters) -> dict[str, str | list[str]]:
     if f.only_new:
         out["new"] = "1"
     return out
+
+
+# The global filters that pick runs by one of their keys: Filters field -> the key's column, as
+# app/queries/common.py's runs_cte names it. The day rollups' cells hold the same keys (app/cells.py).
+RUN_KEY_FILTERS = (("models", "model"), ("torch_versions", "torch_version"), ("labels", "label"),
+                   ("hardware", "hardware"))
+
+
+def key_clauses(f: Filters, column, skip: tuple[str, ...] = ()) -> tuple[list[str], list]:
+    """One ``list_contains`` clause per global key filter that is set (``column(name)`` gives the
+    key's SQL), and their parameters."""
+    clauses: list[str] = []
+    params: list = []
+    for field, col in RUN_KEY_FILTERS:
+        values = getattr(f, field)
+        if values and field not in skip:
+            clauses.append(f"list_contains(?::VARCHAR[], {column(col)})")
+            params.append(list(values))
+    return clauses, params

@@ -5,7 +5,7 @@ from datetime import datetime, time, timedelta
 
 import pandas as pd
 
-from compilewatch.app.filters import Filters
+from compilewatch.app.filters import Filters, key_clauses
 from compilewatch.store.run_keys import HARDWARE, RUN_TIME
 
 # exp(avg(ln(x))) over positive values: PyTorch's dashboards geomean speedups the same way.
@@ -16,20 +16,8 @@ def geomean(expr: str) -> str:
 def run_where(f: Filters, *, use_time: bool = True, use_models: bool = True,
               use_versions: bool = True) -> tuple[str, list]:
     """WHERE clause over ``runs r`` for the global filters, and its parameters."""
-    clauses: list[str] = []
-    params: list = []
-    if use_models and f.models:
-        clauses.append("list_contains(?::VARCHAR[], r.model)")
-        params.append(list(f.models))
-    if use_versions and f.torch_versions:
-        clauses.append("list_contains(?::VARCHAR[], r.torch_version)")
-        params.append(list(f.torch_versions))
-    if f.labels:
-        clauses.append("list_contains(?::VARCHAR[], r.label)")
-        params.append(list(f.labels))
-    if f.hardware:
-        clauses.append(f"list_contains(?::VARCHAR[], {HARDWARE})")
-        params.append(list(f.hardware))
+    skip = (() if use_models else ("models",)) + (() if use_versions else ("torch_versions",))
+    clauses, params = key_clauses(f, lambda col: HARDWARE if col == "hardware" else f"r.{col}", skip)
     if use_time and f.start:
         clauses.append(f"{RUN_TIME} >= ?")
         params.append(datetime.combine(f.start, time.min))

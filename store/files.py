@@ -144,17 +144,17 @@ def _attempt(connect, retryable, outcome: list):
             yield con
             con.execute("COMMIT")
         except duckdb.Error as e:
-            _rollback(con)
+            rollback(con)
             if retryable is None or not retryable(e):
                 raise
             return          # lost a race: swallowed, the next attempt runs the block again
         except BaseException:
-            _rollback(con)
+            rollback(con)
             raise
         outcome.append(True)
 
 
-def _rollback(con) -> None:
+def rollback(con) -> None:
     try:
         con.execute("ROLLBACK")
     except duckdb.Error:
@@ -182,15 +182,17 @@ def stored_run(con, sha: str, run_id: str, bundled: bool) -> str | None:
     return row[0] if row else None
 
 
+_RUN_EXISTS = "SELECT count(*) > 0 FROM runs WHERE run_id = ?"
+
+
 def run_exists(con, run_id: str) -> bool:
-    return one(con, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id])[0] > 0
+    return one(con, _RUN_EXISTS, [run_id])[0]
 
 
 def claim_checks(con, sha: str, run_id: str, bundled: bool) -> tuple[str | None, bool]:
     """What a file's claim asks once it holds the claim, in one statement: (stored_run, run_exists).
     One query, not two: on DuckLake each statement outside a transaction is a catalog snapshot of
     its own, with its own round trips to PostgreSQL."""
-    found, exists = one(con, f"SELECT ({_stored_run_sql(bundled)}), "
-                             f"(SELECT count(*) FROM runs WHERE run_id = ?) > 0",
+    found, exists = one(con, f"SELECT ({_stored_run_sql(bundled)}), ({_RUN_EXISTS})",
                         [sha, run_id, run_id] if bundled else [sha, run_id])
     return found, exists

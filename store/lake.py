@@ -42,7 +42,7 @@ from compilewatch.store import LAKE_PREFIX as PREFIX
 from compilewatch.store import FileClaim, scratch
 from compilewatch.store.derived import after_migration
 from compilewatch.store.files import (applied_migrations, check_not_newer, claim_checks, folder_bytes, keep_raw,
-                                      migration_hint, migrations, quote, stored_run, transactions)
+                                      migration_hint, migrations, quote, rollback, stored_run, transactions)
 
 CLAIMS = "compilewatch_claims"
 # pg_advisory_xact_lock key under which a store's catalog is created and migrated: PostgreSQL itself
@@ -361,11 +361,6 @@ class LakeStore:
         finally:
             con.execute(f"DETACH {alias}")
 
-    def next_file_id(self, con) -> int:
-        """A new file id from the PostgreSQL sequence (DuckLake has none), through `con`, a
-        connection of a unit of work."""
-        return con.execute(f"SELECT * FROM postgres_query('pg', 'SELECT nextval(''{FILE_ID_SEQ}'')')").fetchall()[0][0]
-
     @contextmanager
     def claim_file(self, sha: str, run_id: str, bundled: bool):
         """The file's claim across every host, held for the block (module docstring). Yields a
@@ -387,15 +382,15 @@ class LakeStore:
                 except duckdb.Error as e:
                     if f"function {CLAIM_FILE}" not in str(e) or "does not exist" not in str(e):
                         raise
-                    _rollback(cur)
+                    rollback(cur)
                     self._add_claim_function()
                     cur.execute("BEGIN")
                     file_id = cur.execute("SELECT * FROM postgres_query('pg', ?)", [call]).fetchall()[0][0]
             except BaseException:
-                _rollback(cur)
+                rollback(cur)
                 raise
             if file_id is None:
-                _rollback(cur)
+                rollback(cur)
                 with self.read() as con:
                     found = stored_run(con, sha, run_id, bundled)
                 yield FileClaim(stored_under=found or run_id)
@@ -408,7 +403,7 @@ class LakeStore:
                 else:
                     yield FileClaim(file_id=file_id, run_exists=exists, transactions=self.transactions)
             except BaseException:
-                _rollback(cur)
+                rollback(cur)
                 raise
             cur.execute("COMMIT")
 
@@ -526,13 +521,6 @@ def _pg_literal(s: str) -> str:
     Run ids come from manifests: an escape string (E'...') with quotes and backslashes doubled means
     the same whatever the server's standard_conforming_strings."""
     return "E'" + s.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _rollback(cur) -> None:
-    try:
-        cur.execute("ROLLBACK")
-    except duckdb.Error:
-        pass   # the failed statement ended the transaction already
 
 
 def _looks_disconnected(e: Exception) -> bool:

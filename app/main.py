@@ -1,7 +1,7 @@
 """compilewatch dashboard entry point: `streamlit run app/main.py`. Only declares the pages."""
 import streamlit as st
 
-from compilewatch.app import auth
+from compilewatch.app import auth, ui
 
 st.set_page_config(page_title="compilewatch", page_icon=":material/speed:", layout="wide")
 
@@ -22,4 +22,5 @@ pages = {
     ],
 }
 auth.gate()  # login first, when .streamlit/secrets.toml configures it
-st.navigation(pages).run()
+with ui.one_connection_per_render():
+    st.navigation(pages).run()

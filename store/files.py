@@ -196,3 +196,20 @@ def claim_checks(con, sha: str, run_id: str, bundled: bool) -> tuple[str | None,
     found, exists = one(con, f"SELECT ({_stored_run_sql(bundled)}), ({_RUN_EXISTS})",
                         [sha, run_id, run_id] if bundled else [sha, run_id])
     return found, exists
+
+
+@contextmanager
+def held_reads(held, release: Callable[[], None]):
+    """The block of a store's ``reads_held``: ``held`` (a threading.local) counts how deep this
+    thread is in such blocks, so that nested ones end with the outermost, which calls ``release``
+    to give up what the reads kept. Each run's file bounds are remembered inside (store/run_rows.py)."""
+    from compilewatch.store import run_rows
+
+    held.depth = getattr(held, "depth", 0) + 1
+    try:
+        with run_rows.bounds_remembered():
+            yield
+    finally:
+        held.depth -= 1
+        if not held.depth:
+            release()

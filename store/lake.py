@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 
 import duckdb
@@ -39,10 +39,10 @@ import duckdb
 from compilewatch.core.errors import (CatalogConflictError, StoreError, StoreLoginError,
                                       StoreUnreachableError)
 from compilewatch.store import LAKE_PREFIX as PREFIX
-from compilewatch.store import FileClaim, scratch
+from compilewatch.store import FileClaim, run_rows, scratch
 from compilewatch.store.derived import after_migration
-from compilewatch.store.files import (applied_migrations, check_not_newer, claim_checks, folder_bytes, keep_raw,
-                                      migration_hint, migrations, quote, rollback, stored_run, transactions)
+from compilewatch.store.files import (applied_migrations, check_not_newer, claim_checks, folder_bytes, held_reads,
+                                      keep_raw, migration_hint, migrations, quote, rollback, stored_run, transactions)
 
 CLAIMS = "compilewatch_claims"
 # pg_advisory_xact_lock key under which a store's catalog is created and migrated: PostgreSQL itself
@@ -176,6 +176,7 @@ class LakeStore:
         self.tmp_root = self.folder / "tmp"
         self._db = None
         self._db_lock = threading.Lock()
+        self._held = threading.local()   # reads_held: this thread's cursor and data version
 
     # -- opening --------------------------------------------------------------------------------------
     @classmethod
@@ -299,14 +300,41 @@ class LakeStore:
     @contextmanager
     def read(self, timeout: float | None = None):
         """A connection for one unit of work that reads. No lock: every DuckLake reader sees the last
-        committed snapshot while others write."""
+        committed snapshot while others write. Inside `reads_held`, this thread's reads share one."""
+        held = self._held
+        if getattr(held, "depth", 0):
+            if getattr(held, "cursor", None) is None:
+                held.stack = ExitStack()
+                held.cursor = held.stack.enter_context(self._cursor())
+            try:
+                yield held.cursor
+            except BaseException:
+                self._release_held()
+                raise
+            return
         with self._cursor() as cur:
             yield cur
+
+    def reads_held(self):
+        """Every read of this thread in the block shares one cursor, and the store version and each
+        run's file bounds (store/run_rows.py) are asked for once: on DuckLake each of those is a query
+        through the PostgreSQL catalog (~10-20 ms), and a page asks ~20 times. Given up whenever this
+        thread writes."""
+        return held_reads(self._held, self._release_held)
+
+    def _release_held(self) -> None:
+        run_rows.forget_bounds()
+        held = self._held
+        stack = getattr(held, "stack", None)
+        held.cursor = held.stack = held.version = None
+        if stack is not None:
+            stack.close()
 
     @contextmanager
     def write(self, timeout: float | None = None):
         """A connection for one unit of work that writes; callers that may race another host use
         `transactions` or `claim_file`, which retry conflicting commits."""
+        self._release_held()
         with self._cursor() as cur:
             yield cur
 
@@ -314,6 +342,7 @@ class LakeStore:
         """Attempts at one DuckLake transaction (store.files.transactions), each on a cursor of its
         own: one whose commit conflicts with another host's is rolled back and run again. Every
         commit is a new snapshot, so data_version moves whatever bump_version says."""
+        self._release_held()
         return transactions(self._cursor, is_conflict, COMMIT_RETRIES)
 
     def _transactions_on(self, cur):
@@ -369,6 +398,7 @@ class LakeStore:
         claim's); else a file id and the transactions to write in, retried on a conflicting commit.
         Two statements before the write: the claim function (both claims and the id) and one query
         of the lake (claim_checks)."""
+        self._release_held()
         key = f"file:{run_id}:{sha}" if bundled else f"loose:{sha}"
         # The run's claim serialises the hosts creating one run: whoever comes later (its claim
         # committed) only fills gaps, as run_exists tells it.
@@ -448,9 +478,16 @@ class LakeStore:
 
     # -- versions and raw files -------------------------------------------------------------------------
     def data_version(self) -> str:
-        """The latest DuckLake snapshot id: changes with every commit from any host."""
+        """The latest DuckLake snapshot id: changes with every commit from any host. Inside
+        `reads_held`, the one seen first."""
+        held = self._held
+        if getattr(held, "depth", 0) and getattr(held, "version", None) is not None:
+            return held.version
         with self.read() as con:
-            return str(con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchall()[0][0])
+            version = str(con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchall()[0][0])
+        if getattr(held, "depth", 0):
+            held.version = version
+        return version
 
     def keep_raw(self, src: Path) -> tuple[str, str, int]:
         return keep_raw(self.folder, self.tmp_dir, src)

@@ -1,6 +1,46 @@
 """One run's rows of an event table, read without scanning the whole table."""
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
+# Inside a store's reads_held block, each run's file-id bounds are looked up once per thread: a
+# run detail page asks for one run's rows ~15 times, and on DuckLake each lookup is a query through
+# the catalog (~20 ms). The block ends before, or is told at (forget_bounds), any write of its thread.
+_remembered = threading.local()
+
+
+@contextmanager
+def bounds_remembered():
+    outer = getattr(_remembered, "bounds", None)
+    if outer is None:
+        _remembered.bounds = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _remembered.bounds = None
+
+
+def forget_bounds() -> None:
+    """A write of this thread may have added files to a run: look the bounds up again."""
+    if getattr(_remembered, "bounds", None):
+        _remembered.bounds = {}
+
+
+def _bounds(con, run_id: str | None) -> tuple:
+    memo = getattr(_remembered, "bounds", None)
+    if memo is not None and run_id in memo:
+        return memo[run_id]
+    cur = con.cursor()
+    try:
+        found = tuple(cur.execute("SELECT min(file_id), max(file_id) FROM files WHERE run_id = ?", [run_id]).fetchone())
+    finally:
+        cur.close()
+    if memo is not None:
+        memo[run_id] = found
+    return found
+
 
 def run_filter(con, run_id: str | None, alias: str = "") -> str:
     """WHERE clause over an event table (``alias``) for one run's rows, with one ``?`` for its id.
@@ -10,11 +50,7 @@ def run_filter(con, run_id: str | None, alias: str = "") -> str:
     of file_id (and DuckLake's per-Parquet-file statistics) skip the rest of a table of millions of
     rows, which the run id alone cannot do (string statistics keep only a short prefix)."""
     a = f"{alias}." if alias else ""
-    cur = con.cursor()
-    try:
-        lo, hi = cur.execute("SELECT min(file_id), max(file_id) FROM files WHERE run_id = ?", [run_id]).fetchone()
-    finally:
-        cur.close()
+    lo, hi = _bounds(con, run_id)
     if lo is None:
         return f"{a}run_id = ?"
     return f"{a}run_id = ? AND {a}file_id BETWEEN {int(lo)} AND {int(hi)}"

@@ -75,3 +75,57 @@ def test_keep_raw_is_content_addressed(store, tmp_path):
     assert (store.folder / rel).read_bytes() == b"hello" and sha in rel
     assert store.keep_raw(f) == (sha, rel, size)
     assert list(store.tmp_dir.iterdir()) == []
+
+
+def _write_once(db, timeout, q):
+    s = EmbeddedStore(db)
+    try:
+        with s.write(timeout=timeout) as con:
+            con.execute("INSERT INTO runs (run_id) VALUES ('from-another-process')")
+        q.put("stored")
+    except StoreError as e:
+        q.put(type(e).__name__)
+
+
+def test_held_reads_share_one_connection_and_hold_writers_off_until_the_block_ends(store):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    with store.reads_held():
+        with store.read() as first:
+            first.execute("SELECT count(*) FROM runs").fetchall()
+        with store.read() as second:
+            assert second is first     # no new open of the database per query
+        # the shared lock is kept with the connection: another process's writer waits, then gives up
+        p = ctx.Process(target=_write_once, args=(store.db_path, 0.5, q))
+        p.start()
+        p.join(60)
+        assert q.get(timeout=5) == "StoreBusyError"
+    p = ctx.Process(target=_write_once, args=(store.db_path, 10, q))
+    p.start()
+    p.join(60)
+    assert q.get(timeout=5) == "stored"
+    with store.read() as con:
+        assert con.execute("SELECT count(*) FROM runs WHERE run_id = 'from-another-process'").fetchone() == (1,)
+
+
+def test_a_write_inside_held_reads_gives_the_connection_up_and_later_reads_see_it(store):
+    with store.reads_held():
+        with store.read() as before:
+            assert before.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+        with store.write() as con:   # would wait on its own shared lock if the read were still held
+            con.execute("INSERT INTO runs (run_id) VALUES ('r1')")
+        with store.read() as after:
+            assert after is not before
+            assert after.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+
+
+def test_a_failed_query_inside_held_reads_drops_the_connection(store):
+    import duckdb
+
+    with store.reads_held():
+        with pytest.raises(duckdb.Error):
+            with store.read() as con:
+                con.execute("SELECT * FROM no_such_table")
+        with store.read() as fresh:
+            assert fresh is not con
+            assert fresh.execute("SELECT count(*) FROM runs").fetchone() == (0,)

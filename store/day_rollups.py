@@ -65,11 +65,12 @@ _MEMBERS = (f"SELECT r.run_id, ({RUN_TIME})::DATE, r.model, {HARDWARE}, r.torch_
 _IN_CELL = " AND ".join(f"{{a}}.{c} IS NOT DISTINCT FROM ?" for c in CELL)
 
 
-def refresh_day_rollups(con, run_id: str | None = None, tables: tuple[str, ...] = TABLES) -> None:
+def refresh_day_rollups(con, run_id: str | None = None, tables: tuple[str, ...] = TABLES) -> set | None:
     """Sum the cells of one run again (its old and its new cell), or every cell when run_id is None,
     from the per-run rollups, which must be refreshed first. Runs inside the caller's transaction.
     ``tables`` (with run_id None) rebuilds only those: a migration's backfill sums the tables it
-    added, and no table a later migration adds."""
+    added, and no table a later migration adds. Returns the cells summed again (None: all of them),
+    whose month cells store/month_rollups.py then sums."""
     if run_id is None:
         if "rollup_day_runs" in tables:
             con.execute("DELETE FROM rollup_day_runs").fetchall()
@@ -83,7 +84,7 @@ def refresh_day_rollups(con, run_id: str | None = None, tables: tuple[str, ...] 
             for table, select in day_tables.items():
                 flt = "date_trunc('month', m.day) IS NOT DISTINCT FROM ?"
                 con.execute(f"INSERT INTO {table} {select.replace('{flt}', flt)}", [month]).fetchall()
-        return
+        return None
     cell_of = f"SELECT {', '.join(CELL)} FROM rollup_day_runs WHERE run_id = ?"
     cells = set(con.execute(cell_of, [run_id]).fetchall())
     con.execute("DELETE FROM rollup_day_runs WHERE run_id = ?", [run_id]).fetchall()
@@ -94,3 +95,4 @@ def refresh_day_rollups(con, run_id: str | None = None, tables: tuple[str, ...] 
             con.execute(f"DELETE FROM {table} WHERE {_IN_CELL.format(a=table)}", list(cell)).fetchall()
             con.execute(f"INSERT INTO {table} {select.replace('{flt}', _IN_CELL.format(a='m'))}",
                         list(cell)).fetchall()
+    return cells

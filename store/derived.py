@@ -1,6 +1,6 @@
 """Per-run facts derived from a run's stored rows: its hardware (store/hardware.py), its
-metrics (store/run_metrics.py), its rollups (store/rollups.py) and the day rollups of its cell
-(store/day_rollups.py). Refreshed inside the ingest transaction of each of the run's files, after a
+metrics (store/run_metrics.py), its rollups (store/rollups.py), the day rollups of its cell
+(store/day_rollups.py) and the month rollups of that cell's month (store/month_rollups.py). Refreshed inside the ingest transaction of each of the run's files, after a
 reingest, and for every stored run when the migration that added them is applied."""
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from functools import partial
 from compilewatch.store.day_rollups import TABLES as DAY_TABLES
 from compilewatch.store.day_rollups import refresh_day_rollups
 from compilewatch.store.hardware import refresh_hardware
+from compilewatch.store.month_rollups import TABLES as MONTH_TABLES
+from compilewatch.store.month_rollups import refresh_month_rollups
 from compilewatch.store.rollups import TABLES as ROLLUP_TABLES
 from compilewatch.store.rollups import refresh_rollups
 from compilewatch.store.run_metrics import refresh_run_metrics
@@ -26,6 +28,7 @@ BACKFILLS = {
     "011_day_graph_breaks.sql": (partial(refresh_day_rollups, tables=("rollup_day_graph_breaks",)),),
     "012_run_totals.sql": (partial(refresh_rollups, tables=("rollup_run_totals",)),),
     "013_step_rollup.sql": (partial(refresh_rollups, tables=("rollup_steps",)),),
+    "014_month_rollups.sql": (refresh_month_rollups,),
 }
 
 
@@ -33,7 +36,8 @@ def refresh_run(con, run_id: str) -> None:
     refresh_hardware(con, run_id)
     refresh_run_metrics(con, run_id)
     refresh_rollups(con, run_id)
-    refresh_day_rollups(con, run_id)   # after the per-run rollups it sums
+    cells = refresh_day_rollups(con, run_id)   # after the per-run rollups it sums
+    refresh_month_rollups(con, cells)          # after the day rollups it sums
 
 
 def refresh_all(con) -> None:
@@ -43,7 +47,8 @@ def refresh_all(con) -> None:
     transaction ran past 2 GB."""
     steps = [refresh_hardware, refresh_run_metrics,
              *(partial(refresh_rollups, tables=(t,)) for t in ROLLUP_TABLES),
-             *(partial(refresh_day_rollups, tables=(t,)) for t in DAY_TABLES)]   # rollup_day_runs first
+             *(partial(refresh_day_rollups, tables=(t,)) for t in DAY_TABLES),   # rollup_day_runs first
+             *(partial(refresh_month_rollups, tables=(t,)) for t in MONTH_TABLES)]
     for step in steps:
         con.execute("BEGIN")
         step(con)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from compilewatch.app.cells import cell_where
+from compilewatch.app.cells import window_rows
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import df, runs_cte
 from compilewatch.store.rollups import PHASE_EXPRS
@@ -31,13 +31,18 @@ cc AS (
     SELECT c.*, fr.model, fr.torch_version, 1 AS runs FROM rollup_compile_time c JOIN fr USING (run_id)
     WHERE c.co_name IS NOT NULL
 )"""
-# The same per cell and frame, from the day rollups (store/day_rollups.py): what a view over the
-# whole window reads when its filters are all part of a cell. runs counts the cell's runs with the
-# frame; a run lies in one cell, so runs add up across cells.
-_DAY_FRAMES = """
-cc AS (
-    SELECT d.* FROM rollup_day_compile_time d WHERE d.co_name IS NOT NULL AND {where}
-)"""
+# The same per cell and frame, from the day and month rollups (app/cells.py: window_rows): what a
+# view over the whole window reads when its filters are all part of a cell. runs counts the cell's
+# runs with the frame; a run lies in one cell, so runs add up across cells.
+_CELL_FRAME_COLUMNS = ("model, torch_version, co_name, co_file, co_firstlineno, co_filename, runs, compiles, "
+                       "recompiles, total_s, recompile_s, tracing_s, aot_s, inductor_s, autotune_s, cache_misses, "
+                       "cache_miss_s")
+
+
+def _cell_frames(f: Filters) -> tuple[str, list]:
+    rows, params = window_rows("compile_time", f, _CELL_FRAME_COLUMNS)
+    return f"cc AS (SELECT * FROM {rows} d WHERE d.co_name IS NOT NULL)", params
+
 
 _DOMINANT = """CASE greatest(tracing_s, aot_s, inductor_s, autotune_s)
         WHEN 0 THEN NULL WHEN tracing_s THEN 'tracing' WHEN aot_s THEN 'AOT'
@@ -60,8 +65,7 @@ def frame_hotspots(con, f: Filters) -> pd.DataFrame:
         search = "WHERE (co_name ILIKE ? OR co_filename ILIKE ?)"
         params = params + [f"%{f.search}%"] * 2
     else:
-        where, params = cell_where(f)
-        frames = _DAY_FRAMES.format(where=where)
+        frames, params = _cell_frames(f)
     sql = f"""
     WITH {frames},
     agg AS (
@@ -126,10 +130,10 @@ def frame_runs(con, f: Filters) -> pd.DataFrame:
 def phase_split(con, f: Filters) -> pd.DataFrame:
     """Compile seconds per torch version and phase (long form: torch_version, phase, seconds,
     compiles), for the stacked bars: which phase dominates, and whether a version moved it. Read
-    from the day rollups: every filter it takes is part of a cell."""
-    where, params = cell_where(f)
+    from the day and month rollups: every filter it takes is part of a cell."""
+    frames, params = _cell_frames(f)
     sql = f"""
-    WITH {_DAY_FRAMES.format(where=where)},
+    WITH {frames},
     v AS (SELECT coalesce(torch_version, 'unknown') AS torch_version, sum(compiles)::BIGINT AS compiles,
                  sum(tracing_s) AS tracing, sum(aot_s) AS "AOT", sum(inductor_s) AS "Inductor",
                  sum(autotune_s) AS autotuning FROM cc GROUP BY 1)
@@ -140,10 +144,10 @@ def phase_split(con, f: Filters) -> pd.DataFrame:
 
 def frame_versions(con, f: Filters, top: int = 10) -> pd.DataFrame:
     """The `top` costliest frames' compile seconds per torch version (frame, torch_version,
-    total_s, compiles, recompiles): one frame across versions. Read from the day rollups."""
-    where, params = cell_where(f)
+    total_s, compiles, recompiles): one frame across versions. Read from the day and month rollups."""
+    frames, params = _cell_frames(f)
     sql = f"""
-    WITH {_DAY_FRAMES.format(where=where)},
+    WITH {frames},
     topf AS (SELECT co_name, co_file, co_firstlineno FROM cc GROUP BY ALL
              ORDER BY coalesce(sum(total_s), 0) DESC LIMIT ?)
     SELECT co_name || ' (' || co_file || ':' || co_firstlineno || ')' AS frame,

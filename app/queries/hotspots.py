@@ -1,5 +1,5 @@
-"""Graph-break hotspots: breaks grouped by break_key across the filtered runs, read from the day
-rollups kept at ingest (store/day_rollups.py: per day x model x hardware x torch version x label and
+"""Graph-break hotspots: breaks grouped by break_key across the filtered runs, read from the day and
+month rollups kept at ingest (store/day_rollups.py, store/month_rollups.py: per day or month cell and
 key); the raw graph_breaks only for one key."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import date, datetime, time, timedelta
 
 import pandas as pd
 
-from compilewatch.app.cells import cell_where
+from compilewatch.app.cells import cell_where, window_rows
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import df, runs_cte
 from compilewatch.store.rollups import BREAK_KEY
@@ -19,13 +19,17 @@ def new_since(f: Filters) -> datetime:
     return datetime.combine(end - timedelta(days=6), time.min)
 
 
+_BREAK_COLUMNS = ("break_key, n, runs, model, first_seen, last_seen, torch_version, gb_type, gb_code, reason, "
+                  "explanation, hints, user_file, user_line, user_function, example_stack, stack_seen")
+
+
 def hotspots(con, f: Filters) -> pd.DataFrame:
     """One row per break_key: occurrences, runs, models, first/last seen, torch versions,
     explanation, hints, an example user stack, new_this_week. Most frequent first, f.limit rows;
     f.search narrows to breaks whose type, reason or file contains it, f.only_new to new ones.
-    Read from the day rollups: every filter it takes is part of a cell, and a run lies in one cell,
-    so runs add up and the latest reason is the latest cell's."""
-    where, params = cell_where(f)
+    Read from the rollups (app/cells.py: window_rows): every filter it takes is part of a cell, and
+    a run lies in one cell, so runs add up and the latest reason is the latest cell's."""
+    rows, params = window_rows("graph_breaks", f, _BREAK_COLUMNS)
     sql = f"""
     WITH agg AS (
         SELECT break_key,
@@ -45,11 +49,11 @@ def hotspots(con, f: Filters) -> pd.DataFrame:
                any_value(user_line) AS user_line,
                any_value(user_function) AS user_function,
                arg_max(example_stack, stack_seen) FILTER (WHERE example_stack IS NOT NULL) AS example_stack
-        FROM rollup_day_graph_breaks d WHERE {where} GROUP BY break_key
+        FROM {rows} d GROUP BY break_key
     ),
     ever AS (
         -- every key, not just agg's: the LEFT JOIN below keeps only agg's rows anyway
-        SELECT break_key, min(first_seen) AS first_seen_ever FROM rollup_day_graph_breaks GROUP BY 1
+        SELECT break_key, min(first_seen) AS first_seen_ever FROM rollup_month_graph_breaks GROUP BY 1
     )
     SELECT agg.*, ever.first_seen_ever, ever.first_seen_ever >= ? AS new_this_week
     FROM agg LEFT JOIN ever USING (break_key)

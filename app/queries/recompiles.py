@@ -1,13 +1,13 @@
 """Recompile storms: recompiles per run and function, storms flagged, guard failures ranked. Read
-from the rollups kept at ingest: per run (store/rollups.py) for the storms, per day and cell
-(store/day_rollups.py) for the views over the whole window; the raw recompiles only for one run's
-timeline."""
+from the rollups kept at ingest: per run (store/rollups.py) for the storms, per day or month cell
+(store/day_rollups.py, store/month_rollups.py) for the views over the whole window; the raw
+recompiles only for one run's timeline."""
 from __future__ import annotations
 
 import pandas as pd
 
 from compilewatch.app.filters import Filters
-from compilewatch.app.cells import cell_where
+from compilewatch.app.cells import cell_where, window_rows
 from compilewatch.app.queries.common import df, runs_cte
 from compilewatch.review.hints import guard_hint
 from compilewatch.store.run_rows import run_filter
@@ -109,45 +109,50 @@ def recompiles_per_day(con, f: Filters) -> pd.DataFrame:
     return df(con, sql, params + params)
 
 
+_GUARD_COLUMNS = "grain, category, guard, guard_key, function, n, runs, raw, source_name, expected, actual"
+
+
 def guard_categories(con, f: Filters) -> pd.DataFrame:
     """Guard-failure categories ranked by failures: runs and functions affected, the most common
-    guard (guard_key) with an example raw guard, and a fix hint. Read from the day rollups: the
+    guard (guard_key) with an example raw guard, and a fix hint. Read from the rollups: the
     failures and runs of a category from its 'category' rows (a run lies in one cell, so runs add
-    up), the functions and the top guard from its 'key' rows."""
-    where, params = cell_where(f)
+    up), the functions and the top guard from its 'key' rows (app/cells.py: window_rows)."""
+    rows, params = window_rows("guard_failures", f, _GUARD_COLUMNS)
     sql = f"""
-    WITH g AS (SELECT coalesce(d.category, 'other') AS category, d.function, d.guard_key, sum(d.n) AS n,
-                      any_value(d.raw) AS raw
-               FROM rollup_day_guard_failures d WHERE d.grain = 'key' AND {where} GROUP BY ALL),
+    WITH gf AS {rows},
+    g AS (SELECT coalesce(d.category, 'other') AS category, d.function, d.guard_key, sum(d.n) AS n,
+                 any_value(d.raw) AS raw
+          FROM gf d WHERE d.grain = 'key' GROUP BY ALL),
     k AS (SELECT category, arg_max(guard_key, n) AS top_guard, arg_max(raw, n) AS example
           FROM (SELECT category, guard_key, sum(n) AS n, any_value(raw) AS raw FROM g GROUP BY ALL)
           GROUP BY category),
     fn AS (SELECT category, count(DISTINCT function) AS functions FROM g GROUP BY category),
     c AS (SELECT d.category, sum(d.n)::BIGINT AS failures, sum(d.runs)::BIGINT AS runs
-          FROM rollup_day_guard_failures d WHERE d.grain = 'category' AND {where} GROUP BY ALL)
+          FROM gf d WHERE d.grain = 'category' GROUP BY ALL)
     SELECT category, c.failures, c.runs, fn.functions, k.top_guard, left(k.example, 300) AS example
     FROM c JOIN k USING (category) JOIN fn USING (category) ORDER BY failures DESC, category LIMIT 20
     """
-    out = df(con, sql, params + params)
+    out = df(con, sql, params)
     out["hint"] = [guard_hint(c) for c in out["category"]]
     return out
 
 
 def top_guards(con, f: Filters) -> pd.DataFrame:
     """The guards that fail most (grouped by number-free guard_key), with where and an example.
-    Read from the day rollups: runs from the guard's 'guard' rows, the rest from its 'key' rows."""
-    where, params = cell_where(f)
+    Read from the rollups (app/cells.py: window_rows): runs from the guard's 'guard' rows, the rest
+    from its 'key' rows."""
+    rows, params = window_rows("guard_failures", f, _GUARD_COLUMNS)
     sql = f"""
-    WITH g AS (SELECT d.guard, d.function, sum(d.n) AS n, any_value(d.category) AS category,
-                      any_value(d.source_name) AS source_name, any_value(d.expected) AS expected,
-                      any_value(d.actual) AS actual
-               FROM rollup_day_guard_failures d WHERE d.grain = 'key' AND {where} GROUP BY 1, 2),
-    r AS (SELECT d.guard, sum(d.runs)::BIGINT AS runs
-          FROM rollup_day_guard_failures d WHERE d.grain = 'guard' AND {where} GROUP BY 1)
+    WITH gf AS {rows},
+    g AS (SELECT d.guard, d.function, sum(d.n) AS n, any_value(d.category) AS category,
+                 any_value(d.source_name) AS source_name, any_value(d.expected) AS expected,
+                 any_value(d.actual) AS actual
+          FROM gf d WHERE d.grain = 'key' GROUP BY 1, 2),
+    r AS (SELECT d.guard, sum(d.runs)::BIGINT AS runs FROM gf d WHERE d.grain = 'guard' GROUP BY 1)
     SELECT guard, any_value(category) AS category, any_value(source_name) AS source_name,
            sum(n)::BIGINT AS failures, any_value(r.runs) AS runs,
            string_agg(DISTINCT function, ', ' ORDER BY function) AS functions,
            any_value(expected) AS expected, any_value(actual) AS actual
     FROM g LEFT JOIN r USING (guard) GROUP BY guard ORDER BY failures DESC, guard LIMIT ?
     """
-    return df(con, sql, params + params + [int(f.limit)])
+    return df(con, sql, params + [int(f.limit)])

@@ -1,4 +1,5 @@
-"""The rollups kept at ingest (per run: store/rollups.py; per day and cell: store/day_rollups.py)
+"""The rollups kept at ingest (per run: store/rollups.py; per day and cell: store/day_rollups.py; per
+month cell: store/month_rollups.py)
 equal the aggregate over the raw event rows, on real logs, after every way a store is written: a
 clean ingest, a duplicate ingest, a worker killed with SIGKILL mid-ingest and its rerun, `reingest
 --all`, the migrations' backfill of an existing store, and `store copy` (to a DuckLake store on a real PostgreSQL too).
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -122,14 +124,25 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
 
 def _expected_day(con, gb: pd.DataFrame, gf: pd.DataFrame, rc: pd.DataFrame,
                   c: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
-    """The day rollups (store/day_rollups.py) from the raw rows: each run's cell from its runs row,
-    breaks, failures, recompiles and compile time summed per cell and key, runs counted distinct."""
+    """The day rollups (store/day_rollups.py) and month rollups (store/month_rollups.py) from the raw
+    rows: each run's cell from its runs row, breaks, failures, recompiles and compile time summed per
+    cell and key, runs counted distinct."""
     runs = _raw(con, "runs")
     runs["t"] = pd.to_datetime(runs["started_at"].fillna(runs["ingested_at"]))
     runs["day"] = runs["t"].dt.strftime("%Y-%m-%d")
+    runs["month"] = runs["t"].dt.strftime("%Y-%m-01")
     runs["hardware"] = runs["hardware"].fillna("unknown")
-    cell = ["day", "model", "hardware", "torch_version", "label"]
-    out = {"rollup_day_runs": (runs, ["run_id", *cell])}
+    day_cell = ["day", "model", "hardware", "torch_version", "label"]
+    out = {"rollup_day_runs": (runs, ["run_id", *day_cell])}
+    out.update(_per_cell("day", day_cell, runs, gb, gf, rc, c))
+    out.update(_per_cell("month", ["month", "model", "hardware", "torch_version"], runs, gb, gf, rc, c))
+    return out
+
+
+def _per_cell(level: str, cell: list[str], runs: pd.DataFrame, gb: pd.DataFrame, gf: pd.DataFrame,
+              rc: pd.DataFrame, c: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
+    """rollup_<level>_*: the raw rows summed per ``cell`` (columns of ``runs``) and key."""
+    out = {}
     g = gf.merge(runs[["run_id", *cell]], on="run_id")
     g["guard"] = g["guard_key"].where(g["guard_key"].notna(), g["raw"].str[:120])
     g["category_or_other"] = g["category"].fillna("other")
@@ -140,10 +153,10 @@ def _expected_day(con, gb: pd.DataFrame, gf: pd.DataFrame, rc: pd.DataFrame,
     parts = [per(g, [*cell, "category", "guard", "guard_key", "function"]).assign(grain="key"),
              per(g, [*cell, "category_or_other"]).rename(columns={"category_or_other": "category"}).assign(grain="category"),
              per(g, [*cell, "guard"]).assign(grain="guard")]
-    out["rollup_day_guard_failures"] = (pd.concat(parts, ignore_index=True),
-                                        [*cell, "grain", "category", "guard", "guard_key", "function", "n", "runs"])
+    out[f"rollup_{level}_guard_failures"] = (pd.concat(parts, ignore_index=True),
+                                             [*cell, "grain", "category", "guard", "guard_key", "function", "n", "runs"])
     r = rc.merge(runs[["run_id", *cell]], on="run_id")
-    out["rollup_day_recompiles"] = (per(r, [*cell, "function"]), [*cell, "function", "n", "runs"])
+    out[f"rollup_{level}_recompiles"] = (per(r, [*cell, "function"]), [*cell, "function", "n", "runs"])
     frame = [*cell, "co_name", "co_file", "co_firstlineno"]
     ct = c.merge(runs[["run_id", *cell]], on="run_id").groupby(frame, dropna=False).agg(
         runs=("run_id", "nunique"), compiles=("line_no", "size"), recompiles=("recompile", "sum"),
@@ -152,14 +165,14 @@ def _expected_day(con, gb: pd.DataFrame, gf: pd.DataFrame, rc: pd.DataFrame,
     for col in ("total_s", "tracing_s", "autotune_s"):
         ct[col] = ct[col].round(6)
     ct["cache_misses"] = ct["cache_misses"].astype(int)
-    out["rollup_day_compile_time"] = (ct, [*frame, "runs", "compiles", "recompiles", "total_s", "tracing_s",
-                                           "autotune_s", "cache_misses"])
+    out[f"rollup_{level}_compile_time"] = (ct, [*frame, "runs", "compiles", "recompiles", "total_s", "tracing_s",
+                                                "autotune_s", "cache_misses"])
     b = gb.merge(runs[["run_id", "t", *cell]], on="run_id").groupby([*cell, "k"], dropna=False).agg(
         n=("run_id", "size"), runs=("run_id", "nunique"), first_seen=("t", "min"), last_seen=("t", "max"))
     b = b.reset_index().rename(columns={"k": "break_key"})
     for col in ("first_seen", "last_seen"):
         b[col] = b[col].dt.strftime("%Y-%m-%d %H:%M:%S.%f")
-    out["rollup_day_graph_breaks"] = (b, [*cell, "break_key", "n", "runs", "first_seen", "last_seen"])
+    out[f"rollup_{level}_graph_breaks"] = (b, [*cell, "break_key", "n", "runs", "first_seen", "last_seen"])
     return out
 
 
@@ -169,12 +182,13 @@ def assert_rollups_match(store) -> dict[str, int]:
     with store.read() as con:
         for table, (want, cols) in _expected(con).items():
             got = _raw(con, table)
-            if "day" in got:
-                got["day"] = pd.to_datetime(got["day"]).dt.strftime("%Y-%m-%d")
+            for col in ("day", "month"):
+                if col in got:
+                    got[col] = pd.to_datetime(got[col]).dt.strftime("%Y-%m-%d")
             for col in ("first_seen", "last_seen"):
                 if col in got:
                     got[col] = pd.to_datetime(got[col]).dt.strftime("%Y-%m-%d %H:%M:%S.%f")
-            if table in ("rollup_compile_time", "rollup_day_compile_time"):
+            if table in ("rollup_compile_time", "rollup_day_compile_time", "rollup_month_compile_time"):
                 for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
                     got[col] = got[col].astype(float).round(6)
             if table == "rollup_run_totals":
@@ -249,10 +263,12 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
         for t in ("rollup_graph_breaks", "rollup_recompiles", "rollup_guard_failures", "rollup_limit_hits",
                   "rollup_compile_time", "review_snapshots", "review_rows", "rollup_day_runs",
                   "rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time",
-                  "rollup_day_graph_breaks", "rollup_run_totals", "rollup_steps"):
+                  "rollup_day_graph_breaks", "rollup_run_totals", "rollup_steps", "rollup_month_guard_failures",
+                  "rollup_month_recompiles", "rollup_month_compile_time", "rollup_month_graph_breaks"):
             con.execute(f"DROP TABLE {t}")
         con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql', "
-                    "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql')")
+                    "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql', "
+                    "'014_month_rollups.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 
@@ -304,15 +320,16 @@ def test_day_rollups_follow_a_run_that_moves_to_another_cell(tmp_path):
     with store.read() as con:
         assert con.execute("SELECT model FROM rollup_day_runs WHERE run_id = 'job-1'").fetchall() == [("resnet50",)]
         for table in ("rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time",
-                      "rollup_day_graph_breaks"):
+                      "rollup_day_graph_breaks", "rollup_month_guard_failures", "rollup_month_recompiles",
+                      "rollup_month_compile_time", "rollup_month_graph_breaks"):
             assert con.execute(f"SELECT count(*) FROM {table} WHERE model IS NULL").fetchall()[0][0] == 0, table
     assert sizes["rollup_day_compile_time"] > 0
 
 
-def test_pages_read_from_the_day_level_equal_the_raw_counts(tmp_path):
-    """The hotspot, recompile and compile-time tables read the day rollups: their occurrences,
-    failures, runs, models and functions equal the counts over the raw rows, over every run and
-    over one day."""
+def test_pages_read_from_the_day_and_month_levels_equal_the_raw_counts(tmp_path):
+    """The hotspot, recompile and compile-time tables read the day and month rollups: their
+    occurrences, failures, runs, models and functions equal the counts over the raw rows, over every
+    run (month rollups), one day (day rollups), and windows of whole and partial months (both)."""
     from compilewatch.app.filters import Filters
     from compilewatch.app.queries import compile_time, hotspots, recompiles
 
@@ -326,7 +343,18 @@ def test_pages_read_from_the_day_level_equal_the_raw_counts(tmp_path):
         gb = _with_break_key(_raw(con, "graph_breaks")).merge(con.execute(
             "SELECT run_id, model, coalesce(started_at, ingested_at) AS t, t::DATE AS day FROM runs").df(), on="run_id")
         days = sorted(gf["day"].unique())
-        for f, keep in ((Filters(limit=1000), slice(None)), (Filters(start=days[0], end=days[0], limit=1000), days[0])):
+        first_day, last_day = pd.Timestamp(days[0]).date(), pd.Timestamp(days[-1]).date()
+        first_month = first_day.replace(day=1)
+        month_end = (pd.Timestamp(last_day) + pd.offsets.MonthEnd(0)).date()
+        views = (
+            (Filters(limit=1000), slice(None)),                                  # the month rollups alone
+            (Filters(start=first_day, end=first_day, limit=1000), days[0]),       # the day rollups alone
+            # whole months from the month rollups, the partial month before them from the day rollups
+            (Filters(start=first_month - timedelta(days=17), end=month_end, limit=1000), slice(None)),
+            # the partial month from the day rollups, the whole month after it from the month rollups
+            (Filters(start=first_day, end=month_end + timedelta(days=31), limit=1000), slice(None)),
+        )
+        for f, keep in views:
             g = gf if keep == slice(None) else gf[gf["day"] == keep]
             got = recompiles.guard_categories(con, f).set_index("category")
             want = g.assign(category=g["category"].fillna("other")).groupby("category").agg(

@@ -39,18 +39,19 @@ def summary(con, f: Filters) -> pd.DataFrame:
     cte, params = _sides(f)
     sql = f"""
     WITH {cte},
-    gb AS (SELECT side, sum(n)::BIGINT AS graph_breaks, count(DISTINCT break_key) AS distinct_breaks
+    -- the counts from each run's totals row (store/rollups.py), one row per run; only the distinct
+    -- breaks need the per-key rows
+    t AS (SELECT side, sum(graph_breaks)::BIGINT AS graph_breaks, sum(recompiles)::BIGINT AS recompiles,
+                 sum(limit_hits)::BIGINT AS limit_hits, sum(compile_s) AS compile_s
+          FROM rollup_run_totals JOIN sides USING (run_id) GROUP BY side),
+    gb AS (SELECT side, count(DISTINCT break_key) AS distinct_breaks
            FROM rollup_graph_breaks JOIN sides USING (run_id) GROUP BY side),
-    rc AS (SELECT side, sum(n)::BIGINT AS recompiles FROM rollup_recompiles JOIN sides USING (run_id) GROUP BY side),
-    lh AS (SELECT side, sum(n)::BIGINT AS limit_hits FROM rollup_limit_hits JOIN sides USING (run_id) GROUP BY side),
     sp AS (SELECT side, {geomean('speedup')} AS geomean_speedup FROM bench_results JOIN sides USING (run_id) GROUP BY side),
-    ct AS (SELECT side, sum(total_s) AS compile_s FROM rollup_compile_time JOIN sides USING (run_id) GROUP BY side),
     n AS (SELECT side, count(*) AS runs FROM sides GROUP BY side)
-    SELECT n.side, n.runs, coalesce(gb.graph_breaks, 0) AS graph_breaks,
-           coalesce(gb.distinct_breaks, 0) AS distinct_breaks, coalesce(rc.recompiles, 0) AS recompiles,
-           coalesce(lh.limit_hits, 0) AS limit_hits, sp.geomean_speedup, ct.compile_s / n.runs AS compile_s_per_run
-    FROM n LEFT JOIN gb USING (side) LEFT JOIN rc USING (side) LEFT JOIN lh USING (side)
-           LEFT JOIN sp USING (side) LEFT JOIN ct USING (side)
+    SELECT n.side, n.runs, coalesce(t.graph_breaks, 0) AS graph_breaks,
+           coalesce(gb.distinct_breaks, 0) AS distinct_breaks, coalesce(t.recompiles, 0) AS recompiles,
+           coalesce(t.limit_hits, 0) AS limit_hits, sp.geomean_speedup, t.compile_s / n.runs AS compile_s_per_run
+    FROM n LEFT JOIN t USING (side) LEFT JOIN gb USING (side) LEFT JOIN sp USING (side)
     ORDER BY side
     """
     return df(con, sql, params)

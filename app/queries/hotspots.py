@@ -70,22 +70,30 @@ def hotspots(con, f: Filters) -> pd.DataFrame:
 
 def hotspot_trend(con, f: Filters, top: int = 8) -> pd.DataFrame:
     """Occurrences per week (day when the window is shorter than 3 weeks) for the top breaks; the
-    rest summed as "other". Columns: period, break_key, label, occurrences. Read from the day
-    rollups (a run's period is its day's)."""
-    where, params = cell_where(f)
+    rest summed as "other". Columns: period, break_key, label, occurrences. The top breaks are
+    ranked on the day and month rollups (app/cells.py: window_rows); only their own day rows are
+    summed per period, and "other" is the period's total (each run's totals row, placed by its day
+    cell) less theirs: a year's trend reads eight keys' rows, not every key's."""
+    rows, params = window_rows("graph_breaks", f, "break_key, gb_type, n")
+    where, day_params = cell_where(f)
     grain = "day" if f.window_days() <= 21 and f.start else "week"
     sql = f"""
-    WITH g AS (SELECT d.break_key, d.gb_type, d.n, date_trunc('{grain}', d.day::TIMESTAMP) AS period
-               FROM rollup_day_graph_breaks d WHERE {where}),
-    topk AS (SELECT break_key, any_value(gb_type) AS gb_type FROM g GROUP BY 1 ORDER BY sum(n) DESC, 1 LIMIT ?)
-    SELECT g.period,
-           coalesce(topk.break_key, 'other') AS break_key,
-           coalesce(left(coalesce(topk.gb_type, topk.break_key), 60), 'other breaks') AS label,
-           sum(g.n)::BIGINT AS occurrences
-    FROM g LEFT JOIN topk USING (break_key)
-    GROUP BY ALL ORDER BY period, occurrences DESC
+    WITH topk AS (SELECT break_key, any_value(gb_type) AS gb_type FROM {rows} d
+                  GROUP BY 1 ORDER BY sum(n) DESC, 1 LIMIT ?),
+    g AS (SELECT date_trunc('{grain}', d.day::TIMESTAMP) AS period, d.break_key, sum(d.n)::BIGINT AS n
+          FROM rollup_day_graph_breaks d WHERE {where} AND d.break_key IN (SELECT break_key FROM topk)
+          GROUP BY ALL),
+    total AS (SELECT date_trunc('{grain}', d.day::TIMESTAMP) AS period, sum(t.graph_breaks)::BIGINT AS n
+              FROM rollup_day_runs d JOIN rollup_run_totals t USING (run_id) WHERE {where} GROUP BY 1),
+    other AS (SELECT total.period, total.n - coalesce((SELECT sum(g.n) FROM g WHERE g.period = total.period), 0) AS n
+              FROM total)
+    SELECT g.period, g.break_key, left(coalesce(topk.gb_type, topk.break_key), 60) AS label, g.n AS occurrences
+    FROM g JOIN topk USING (break_key)
+    UNION ALL
+    SELECT period, 'other', 'other breaks', n FROM other WHERE n > 0
+    ORDER BY period, occurrences DESC
     """
-    return df(con, sql, params + [top])
+    return df(con, sql, params + [top] + day_params + day_params)
 
 
 def hotspot_runs(con, f: Filters) -> pd.DataFrame:

@@ -389,4 +389,13 @@ def test_pages_read_from_the_day_and_month_levels_equal_the_raw_counts(tmp_path)
             pd.testing.assert_frame_equal(got.loc[want.index, list(want.columns)].sort_index(), want.sort_index(),
                                           check_dtype=False, check_names=False)
             trend = hotspots.hotspot_trend(con, f, top=1000)
-            assert trend["occurrences"].sum() == len(bb)
+            assert trend["occurrences"].sum() == len(bb) and "other" not in set(trend["break_key"])
+            # the top break per period, and the rest as "other", per period
+            day = pd.to_datetime(bb["day"])
+            period = day if f.window_days() <= 21 and f.start else day.dt.to_period("W-SUN").dt.start_time
+            top_key = want.reset_index().sort_values(["occurrences", "k"], ascending=[False, True])["k"].iloc[0]
+            expected = (bb.assign(period=period, break_key=bb["k"].where(bb["k"] == top_key, "other"))
+                        .groupby(["period", "break_key"]).size().rename("occurrences").sort_index())
+            trend = hotspots.hotspot_trend(con, f, top=1)
+            got = trend.assign(period=pd.to_datetime(trend["period"])).set_index(["period", "break_key"])["occurrences"]
+            pd.testing.assert_series_equal(got.sort_index(), expected, check_dtype=False, check_names=False)

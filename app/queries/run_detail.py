@@ -26,16 +26,16 @@ def _frame(con, sql: str, f: Filters, extra: list | None = None) -> pd.DataFrame
 
 
 def manifest(con, f: Filters) -> pd.DataFrame:
-    """The run's row of runs (manifest_json included) and its event counts, summed from its rollups
-    (store/rollups.py), which hold every event of the run, instead of counted over the event tables."""
-    return df(con, f"""
+    """The run's row of runs (manifest_json included) and its event counts: breaks, recompiles and
+    limit hits from its totals row (store/rollups.py), compiles counted over its own rows of the
+    compiles table (store/run_rows.py); a subquery per per-key rollup read all of each table."""
+    return _frame(con, f"""
     SELECT r.*, {RUN_TIME} AS run_time,
-           (SELECT coalesce(sum(compiles), 0)::BIGINT FROM rollup_compile_time WHERE run_id = r.run_id) AS compiles,
-           (SELECT coalesce(sum(n), 0)::BIGINT FROM rollup_graph_breaks WHERE run_id = r.run_id) AS graph_breaks,
-           (SELECT coalesce(sum(n), 0)::BIGINT FROM rollup_recompiles WHERE run_id = r.run_id) AS recompiles,
-           (SELECT coalesce(sum(n), 0)::BIGINT FROM rollup_limit_hits WHERE run_id = r.run_id) AS limit_hits,
+           (SELECT count(*) FROM compiles WHERE {{run}}) AS compiles,
+           coalesce(t.graph_breaks, 0)::BIGINT AS graph_breaks, coalesce(t.recompiles, 0)::BIGINT AS recompiles,
+           coalesce(t.limit_hits, 0)::BIGINT AS limit_hits,
            (SELECT count(*) FROM ingest_errors WHERE run_id = r.run_id) AS ingest_errors
-    FROM runs r WHERE r.run_id = ?""", [f.run_id])
+    FROM runs r LEFT JOIN rollup_run_totals t USING (run_id) WHERE r.run_id = ?""", f, [f.run_id])
 
 
 def compiles(con, f: Filters) -> pd.DataFrame:

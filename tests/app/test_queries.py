@@ -207,6 +207,7 @@ def test_run_detail_pieces(con):
     m = run_detail.manifest(con, f).iloc[0]
     assert (m["recompiles"], m["limit_hits"]) == (10, 1)   # 8 in lm_loss_warmup, forward and its resume once each
     assert m["compiles"] == _one(con, "SELECT count(*) FROM compiles WHERE run_id = ?", storm)
+    assert m["graph_breaks"] == _one(con, "SELECT count(*) FROM graph_breaks WHERE run_id = ?", storm) > 0
     steps = run_detail.step_summary(con, f)
     fwd = steps[(steps["mode"] == "compiled") & (steps["callable"] == "Llama.forward")].set_index("phase")
     assert fwd.at["compile", "median_ms"] > 10 * fwd.at["steady", "median_ms"]

@@ -64,6 +64,8 @@ class StagingSink:
         self.errors: list[tuple] = []
         self.metadata: dict = {}
         self._open: dict[str, list] = {}           # table -> [open file, bytes written to it]
+        # batch name -> what its rows' recompile_no is moved on by (see append)
+        self.recompile_offsets: dict[str, int] = {}
 
     def row(self, table: str, row: dict) -> None:
         cur = self._open.get(table)
@@ -94,6 +96,32 @@ class StagingSink:
             f.close()
         self._open.clear()
 
+    def mark(self) -> tuple[dict[str, int], int]:
+        """A place in what was staged so far (the batches of each table, the errors), for
+        ``append``: every row staged after it goes to a new batch file."""
+        self.finish()
+        return {t: len(names) for t, names in self.batches.items()}, len(self.errors)
+
+    def append(self, part: "StagingSink", recompile_offset: int = 0, start=None, stop=None) -> None:
+        """Take over the batches and errors of `part` (a sink staged in a folder under this one's)
+        between its marks `start` and `stop` (None: its beginning, its end), after what this one
+        holds, their rows' recompile_no moved on by `recompile_offset`: a range of a text file
+        parsed on its own numbers its recompiles from 1 (ingest/text_ranges.py)."""
+        part.finish()
+        folder = part.dir.relative_to(self.dir)
+        for table, names in part.batches.items():
+            lo = start[0].get(table, 0) if start else 0
+            hi = stop[0].get(table, 0) if stop else len(names)
+            mine = self.batches.setdefault(table, [])
+            for name in names[lo:hi]:
+                mine.append(f"{folder}/{name}")
+                if recompile_offset:
+                    self.recompile_offsets[mine[-1]] = recompile_offset
+        errors = part.errors[start[1] if start else 0:stop[1] if stop else len(part.errors)]
+        self.errors.extend(errors[:max(0, self.MAX_STORED_ERRORS - len(self.errors))])
+        for key, value in part.metadata.items():
+            self.meta(key, value)
+
     def __getstate__(self):
         self.finish()   # handed to another process: every batch is complete on disk
         return self.__dict__
@@ -106,11 +134,14 @@ class StagingSink:
             # JSON has no bytes: a BLOB column is staged as base64 text and decoded here
             spec = "{" + ", ".join(f"'{c}': '{'VARCHAR' if t == 'BLOB' else t}'" for c, t in cols) + "}"
             names_sql = ", ".join(c for c, _ in cols)
-            values = ", ".join(f"from_base64({c})" if t == "BLOB" else c for c, t in cols)
-            sql = (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values} "
-                   f"FROM read_json(?, format='newline_delimited', columns={spec})")
-            for name in names:
-                self._load_batch(con, sql, cols, run_id, file_id, self.dir / name)
+
+            def insert(offset: int) -> str:
+                values = ", ".join(f"from_base64({c})" if t == "BLOB" else
+                                   f"{c} + {offset:d}" if offset and c == "recompile_no" else c for c, t in cols)
+                return (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values} "
+                        f"FROM read_json(?, format='newline_delimited', columns={spec})")
+            for offset, paths in self._groups(names):
+                self._load_batch(con, insert(offset), cols, run_id, file_id, paths)
         if self.errors:
             # one statement over column lists: executemany is a statement per row (~0.5 ms each,
             # 5 s for the 10,000 errors a damaged file may keep)
@@ -118,18 +149,40 @@ class StagingSink:
             con.execute("INSERT INTO ingest_errors SELECT ?, ?, ?, unnest(?), unnest(?), unnest(?), unnest(?)",
                         [run_id, file_id, original_name, line_nos, kinds, messages, excerpts])
 
+    def _groups(self, names: list[str]):
+        """(recompile offset, batch paths) to load with one INSERT each: consecutive batches with
+        the same offset, up to batch_bytes together (a text file parsed in ranges leaves many
+        small batches; one statement each would cost a few ms apiece)."""
+        group: list[str] = []
+        size = 0
+        offset = None
+        for name in names:
+            path = self.dir / name
+            n = path.stat().st_size
+            here = self.recompile_offsets.get(name, 0)
+            if group and (here != offset or size + n > self.batch_bytes):
+                yield offset, group
+                group, size = [], 0
+            group.append(str(path))
+            size += n
+            offset = here
+        if group:
+            yield offset, group
+
     @staticmethod
-    def _load_batch(con, sql: str, cols, run_id: str, file_id: int, path: Path) -> None:
+    def _load_batch(con, sql: str, cols, run_id: str, file_id: int, paths: list[str]) -> None:
         try:
-            con.execute(sql, [run_id, file_id, str(path)]).fetchall()
+            con.execute(sql, [run_id, file_id, paths]).fetchall()
         except (duckdb.ConversionException, duckdb.InvalidInputException):
             # A parser emitted a value of the wrong type: coerce column by column, then load.
-            fixed = path.with_suffix(".fixed")
-            with open(path, "rb") as fin, open(fixed, "wb") as fout:
-                for line in fin:
-                    r = loads(line)
-                    fout.write(dumps_line({c: _coerce(r.get(c), t) for c, t in cols}))
-            con.execute(sql, [run_id, file_id, str(fixed)]).fetchall()
+            fixed = []
+            for path in paths:
+                fixed.append(path + ".fixed")
+                with open(path, "rb") as fin, open(fixed[-1], "wb") as fout:
+                    for line in fin:
+                        r = loads(line)
+                        fout.write(dumps_line({c: _coerce(r.get(c), t) for c, t in cols}))
+            con.execute(sql, [run_id, file_id, fixed]).fetchall()
 
     def cleanup(self) -> None:
         self.finish()

@@ -23,6 +23,15 @@ def table_columns(con, table: str) -> list[tuple[str, str]]:
     return _columns_cache[table]
 
 
+def values(cols, moved: bool) -> str:
+    """The SELECT list of a batch's INSERT. JSON has no bytes: a BLOB column is staged as base64
+    text and decoded here; `moved`: recompile_no plus the offset of the batch file the row came
+    from (parameters: the offsets, then the files, in the same order)."""
+    return ", ".join(f"from_base64({c})" if t == "BLOB" else
+                     f"{c} + coalesce(list_extract(?::INTEGER[], list_position(?::VARCHAR[], filename)), 0)"
+                     if moved and c == "recompile_no" else c for c, t in cols)
+
+
 _WRITE_BUFFER = 256 << 10   # per table being staged: a dozen of them at most
 _PY_TYPES = {"INTEGER": int, "BIGINT": int, "DOUBLE": float, "BOOLEAN": bool}
 
@@ -131,17 +140,21 @@ class StagingSink:
         self.finish()
         for table, names in self.batches.items():
             cols = [(c, t) for c, t in table_columns(con, table) if c not in ("run_id", "file_id")]
-            # JSON has no bytes: a BLOB column is staged as base64 text and decoded here
             spec = "{" + ", ".join(f"'{c}': '{'VARCHAR' if t == 'BLOB' else t}'" for c, t in cols) + "}"
             names_sql = ", ".join(c for c, _ in cols)
 
-            def insert(offset: int) -> str:
-                values = ", ".join(f"from_base64({c})" if t == "BLOB" else
-                                   f"{c} + {offset:d}" if offset and c == "recompile_no" else c for c, t in cols)
-                return (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values} "
-                        f"FROM read_json(?, format='newline_delimited', columns={spec})")
-            for offset, paths in self._groups(names):
-                self._load_batch(con, insert(offset), cols, run_id, file_id, paths)
+            sql = (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values(cols, False)} "
+                   f"FROM read_json(?, format='newline_delimited', columns={spec})")
+            # a batch's recompile_no moved on by its own offset, looked up by the file it came from
+            moved = (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values(cols, True)} "
+                     f"FROM read_json(?, format='newline_delimited', columns={spec}, filename=true)")
+            for group in self._groups(names):
+                offsets = [self.recompile_offsets.get(name, 0) for name in group]
+                paths = [str(self.dir / name) for name in group]
+                if any(offsets) and any(c == "recompile_no" for c, _ in cols):
+                    self._load_batch(con, moved, cols, lambda ps, o=offsets: [run_id, file_id, o, ps, ps], paths)
+                else:
+                    self._load_batch(con, sql, cols, lambda ps: [run_id, file_id, ps], paths)
         if self.errors:
             # one statement over column lists: executemany is a statement per row (~0.5 ms each,
             # 5 s for the 10,000 errors a damaged file may keep)
@@ -150,29 +163,24 @@ class StagingSink:
                         [run_id, file_id, original_name, line_nos, kinds, messages, excerpts])
 
     def _groups(self, names: list[str]):
-        """(recompile offset, batch paths) to load with one INSERT each: consecutive batches with
-        the same offset, up to batch_bytes together (a text file parsed in ranges leaves many
-        small batches; one statement each would cost a few ms apiece)."""
+        """The batches to load with one INSERT each: consecutive ones up to batch_bytes together (a
+        text file parsed in ranges leaves many small batches; a statement each costs a few ms)."""
         group: list[str] = []
         size = 0
-        offset = None
         for name in names:
-            path = self.dir / name
-            n = path.stat().st_size
-            here = self.recompile_offsets.get(name, 0)
-            if group and (here != offset or size + n > self.batch_bytes):
-                yield offset, group
+            n = (self.dir / name).stat().st_size
+            if group and size + n > self.batch_bytes:
+                yield group
                 group, size = [], 0
-            group.append(str(path))
+            group.append(name)
             size += n
-            offset = here
         if group:
-            yield offset, group
+            yield group
 
     @staticmethod
-    def _load_batch(con, sql: str, cols, run_id: str, file_id: int, paths: list[str]) -> None:
+    def _load_batch(con, sql: str, cols, params, paths: list[str]) -> None:
         try:
-            con.execute(sql, [run_id, file_id, paths]).fetchall()
+            con.execute(sql, params(paths)).fetchall()
         except (duckdb.ConversionException, duckdb.InvalidInputException):
             # A parser emitted a value of the wrong type: coerce column by column, then load.
             fixed = []
@@ -182,7 +190,7 @@ class StagingSink:
                     for line in fin:
                         r = loads(line)
                         fout.write(dumps_line({c: _coerce(r.get(c), t) for c, t in cols}))
-            con.execute(sql, [run_id, file_id, fixed]).fetchall()
+            con.execute(sql, params(fixed)).fetchall()
 
     def cleanup(self) -> None:
         self.finish()

@@ -24,6 +24,7 @@ is parsed in one piece: the stored rows are always exactly those of one parse.
 """
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -157,7 +158,7 @@ def parse_range(path: Path, rng: Range, stage_dir: Path) -> Range:
     tally = Tally(sink)
     ctx = TextContext(tally)
 
-    marks = iter(range(1 << 62))
+    marks = itertools.count()
 
     def mark():   # where the rows of a record left open before this range would go
         return (next(marks), *sink.mark(), ctx.recompile_no)

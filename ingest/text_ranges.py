@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import shutil
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,11 +299,10 @@ def parse_in_ranges(sink: StagingSink, path: Path, workers: int) -> Parsed | Non
         with ProcessPoolExecutor(len(ranges) - 1, mp_context=ctx) as pool:
             futures = [pool.submit(parse_range, path, rng, sink.dir) for rng in ranges[1:]]
             ranges = [parse_range(path, ranges[0], sink.dir)] + [f.result() for f in futures]
-    except Exception:
-        for rng in ranges:
-            if rng.sink is not None:
-                rng.sink.cleanup()
-        raise
+    except Exception:   # a worker that could not start or died (out of memory): parse in one piece
+        for part in sink.dir.glob("stage-*"):   # every range's staged rows, this process's or a worker's
+            shutil.rmtree(part, ignore_errors=True)
+        return None
     steps = _plan(ranges)
     if steps is None:
         for rng in ranges:

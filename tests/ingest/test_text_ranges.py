@@ -11,6 +11,7 @@ instead of MIN_RANGE_BYTES), so cuts land all over each file.
 from __future__ import annotations
 
 import gzip
+import os
 import tarfile
 from pathlib import Path
 
@@ -105,3 +106,25 @@ def test_cuts_all_over(concatenated, tmp_path, monkeypatch):
         monkeypatch.setattr(text_ranges, "places", lambda size, parts, i=i: [size * i // 21])
         assert len(text_ranges.cut(concatenated, 2, size)) == 2
         assert _stored(tmp_path / f"r{i}" / "db.duckdb", [concatenated], 2) == one, f"cut {i}"
+
+
+def test_worker_that_dies_leaves_one_piece(concatenated, tmp_path, monkeypatch):
+    """A range's process that fails (here: out of memory in every worker) costs the split, not the
+    file: it is parsed in one piece, with the same rows, and no range's staged rows are left."""
+    one = _stored(tmp_path / "one" / "db.duckdb", [concatenated], 1)
+    monkeypatch.setattr(text_ranges, "MIN_RANGE_BYTES", 4096)
+    parent = os.getpid()
+    real = text_ranges.parse_range
+
+    def parse_range(path, rng, stage_dir):
+        if os.getpid() != parent:
+            raise MemoryError("worker out of memory")
+        return real(path, rng, stage_dir)
+    monkeypatch.setattr(text_ranges, "parse_range", parse_range)
+    sink = StagingSink(tmp_path)
+    try:
+        assert text_ranges.parse_in_ranges(sink, concatenated, 4) is None
+        assert not list(sink.dir.iterdir())
+    finally:
+        sink.cleanup()
+    assert _stored(tmp_path / "ranged" / "db.duckdb", [concatenated], 4) == one

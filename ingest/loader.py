@@ -65,8 +65,9 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
                     progress(_done + min(b, _size), total, _name)
                 if progress:
                     progress(done, total, unit.name)
+                # with cores to spare and files one at a time, a large text log is parsed in ranges
                 report.files.append(ingest_unit(store, unit, on_bytes=on_bytes if progress else None,
-                                                run_id=run_id, **options))
+                                                run_id=run_id, ranges=workers, **options))
                 done += size
         if progress:
             progress(sum(sizes), sum(sizes), "")
@@ -136,7 +137,7 @@ class Staged:
 
 
 def parse_and_stage(unit: Unit, kind: str, sniffed: detect.Sniffed | None, tmp_dir: Path, *, store=None,
-                    run_id: str | None = None, on_bytes=None) -> Staged:
+                    run_id: str | None = None, on_bytes=None, ranges: int = 1) -> Staged:
     """Parse `unit` into a StagingSink under tmp_dir while another thread hashes and copies it
     there. With `store`, the content is looked up in it as soon as it is hashed and the parse
     stops early when it is stored already; without (a parse worker) the writer looks it up."""
@@ -145,7 +146,7 @@ def parse_and_stage(unit: Unit, kind: str, sniffed: detect.Sniffed | None, tmp_d
     raw = _RawCopy(store, tmp_dir, unit, run_id, stop)
     raw.start()
     try:
-        st.parsed = parse_into(st.sink, unit, kind, sniffed, on_bytes, stop)
+        st.parsed = parse_into(st.sink, unit, kind, sniffed, on_bytes, stop, ranges)
         raw.join()
     except BaseException:
         stop()  # a parse interrupted by an exception must not leave the copy waiting
@@ -181,11 +182,12 @@ def judge(unit: Unit, kind: str, sniffed: detect.Sniffed | None, parsed: Parsed,
 
 
 def ingest_unit(store, unit: Unit, *, sink=None, model=None, label=None, torch_version=None, strict=False,
-                on_bytes=None, run_id=None, source="cli", uploaded_by=None) -> FileResult:
+                on_bytes=None, run_id=None, source="cli", uploaded_by=None, ranges: int = 1) -> FileResult:
     """One file: resolve its kind, parse it beside the raw copy, refuse what is not a log, judge it,
     store it in one transaction. With `store` None it is a dry run, what `summarize` counts: the file
     is parsed into `sink` and judged the same way, with no raw copy, no duplicate check, no commit
-    (with a store, rows are staged in a StagingSink of its own)."""
+    (with a store, rows are staged in a StagingSink of its own). `ranges`: how many processes may
+    parse one large text log (ingest/text_ranges.py)."""
     try:
         kind, sniffed = resolve_kind(unit)
     except OSError as e:
@@ -194,7 +196,8 @@ def ingest_unit(store, unit: Unit, *, sink=None, model=None, label=None, torch_v
         parsed = parse_into(sink, unit, kind, sniffed, on_bytes)
         return judge(unit, kind, sniffed, parsed, refusal(unit, kind, sniffed, parsed))
     try:
-        st = parse_and_stage(unit, kind, sniffed, store.tmp_dir, store=store, run_id=run_id, on_bytes=on_bytes)
+        st = parse_and_stage(unit, kind, sniffed, store.tmp_dir, store=store, run_id=run_id, on_bytes=on_bytes,
+                             ranges=ranges)
     except (StoreError, duckdb.Error) as e:
         return FileResult(unit.name, kind, FAILED, message=_store_failure(e))
     return commit_staged(store, st, model=model, label=label, torch_version=torch_version, strict=strict,

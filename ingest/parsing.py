@@ -107,7 +107,7 @@ def open_watched(path, gzipped: bool, on_bytes: Callable[[int], None] | None = N
 _BLOCK = 1 << 20
 
 
-class _Tally:
+class Tally:
     """Counts what one file gave (the only place rows and errors are counted), checks table names,
     and passes everything on to the sink."""
 
@@ -145,10 +145,19 @@ class _Tally:
 
 
 def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
-               on_bytes: Callable[[int], None] | None = None, stop: Stop | None = None) -> Parsed:
+               on_bytes: Callable[[int], None] | None = None, stop: Stop | None = None, ranges: int = 1) -> Parsed:
     """Parse `unit` as `kind` into `sink`. A file whose events are not counted (see
-    units.counts_events) is not parsed; an unknown kind is one error."""
-    tally = _Tally(sink)
+    units.counts_events) is not parsed; an unknown kind is one error. `ranges` > 1 (`sink` a
+    StagingSink): a large plain TORCH_LOGS text file is parsed in up to that many processes
+    (ingest/text_ranges.py), with the same rows."""
+    if ranges > 1 and kind == detect.TORCH_LOGS and unit.events and not (sniffed and sniffed.gzipped):
+        from compilewatch.ingest.text_ranges import parse_in_ranges
+        parsed = parse_in_ranges(sink, unit.path, ranges)
+        if parsed is not None:
+            if on_bytes is not None:
+                on_bytes(unit.path.stat().st_size)
+            return parsed
+    tally = Tally(sink)
     if not unit.events:
         if kind == detect.TORCH_LOGS:
             _text_only(tally, unit, sniffed)
@@ -190,7 +199,7 @@ class _RowsOnly:
         pass
 
 
-def _text_only(tally: _Tally, unit: Unit, sniffed: detect.Sniffed | None) -> None:
+def _text_only(tally: Tally, unit: Unit, sniffed: detect.Sniffed | None) -> None:
     """A bundle's TORCH_LOGS text beside its TORCH_TRACE: only the facts the trace lacks (CUDA-graph
     skips), so no graph break or recompile is counted twice."""
     from compilewatch.ingest.text import parse_text

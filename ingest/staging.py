@@ -23,6 +23,15 @@ def table_columns(con, table: str) -> list[tuple[str, str]]:
     return _columns_cache[table]
 
 
+def values(cols, moved: bool) -> str:
+    """The SELECT list of a batch's INSERT. JSON has no bytes: a BLOB column is staged as base64
+    text and decoded here; `moved`: recompile_no plus the offset of the batch file the row came
+    from (parameters: the offsets, then the files, in the same order)."""
+    return ", ".join(f"from_base64({c})" if t == "BLOB" else
+                     f"{c} + coalesce(list_extract(?::INTEGER[], list_position(?::VARCHAR[], filename)), 0)"
+                     if moved and c == "recompile_no" else c for c, t in cols)
+
+
 _WRITE_BUFFER = 256 << 10   # per table being staged: a dozen of them at most
 _PY_TYPES = {"INTEGER": int, "BIGINT": int, "DOUBLE": float, "BOOLEAN": bool}
 
@@ -64,6 +73,8 @@ class StagingSink:
         self.errors: list[tuple] = []
         self.metadata: dict = {}
         self._open: dict[str, list] = {}           # table -> [open file, bytes written to it]
+        # batch name -> what its rows' recompile_no is moved on by (see append)
+        self.recompile_offsets: dict[str, int] = {}
 
     def row(self, table: str, row: dict) -> None:
         cur = self._open.get(table)
@@ -94,6 +105,32 @@ class StagingSink:
             f.close()
         self._open.clear()
 
+    def mark(self) -> tuple[dict[str, int], int]:
+        """A place in what was staged so far (the batches of each table, the errors), for
+        ``append``: every row staged after it goes to a new batch file."""
+        self.finish()
+        return {t: len(names) for t, names in self.batches.items()}, len(self.errors)
+
+    def append(self, part: "StagingSink", recompile_offset: int = 0, start=None, stop=None) -> None:
+        """Take over the batches and errors of `part` (a sink staged in a folder under this one's)
+        between its marks `start` and `stop` (None: its beginning, its end), after what this one
+        holds, their rows' recompile_no moved on by `recompile_offset`: a range of a text file
+        parsed on its own numbers its recompiles from 1 (ingest/text_ranges.py)."""
+        part.finish()
+        folder = part.dir.relative_to(self.dir)
+        for table, names in part.batches.items():
+            lo = start[0].get(table, 0) if start else 0
+            hi = stop[0].get(table, 0) if stop else len(names)
+            mine = self.batches.setdefault(table, [])
+            for name in names[lo:hi]:
+                mine.append(f"{folder}/{name}")
+                if recompile_offset:
+                    self.recompile_offsets[mine[-1]] = recompile_offset
+        errors = part.errors[start[1] if start else 0:stop[1] if stop else len(part.errors)]
+        self.errors.extend(errors[:max(0, self.MAX_STORED_ERRORS - len(self.errors))])
+        for key, value in part.metadata.items():
+            self.meta(key, value)
+
     def __getstate__(self):
         self.finish()   # handed to another process: every batch is complete on disk
         return self.__dict__
@@ -103,14 +140,21 @@ class StagingSink:
         self.finish()
         for table, names in self.batches.items():
             cols = [(c, t) for c, t in table_columns(con, table) if c not in ("run_id", "file_id")]
-            # JSON has no bytes: a BLOB column is staged as base64 text and decoded here
             spec = "{" + ", ".join(f"'{c}': '{'VARCHAR' if t == 'BLOB' else t}'" for c, t in cols) + "}"
             names_sql = ", ".join(c for c, _ in cols)
-            values = ", ".join(f"from_base64({c})" if t == "BLOB" else c for c, t in cols)
-            sql = (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values} "
+
+            sql = (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values(cols, False)} "
                    f"FROM read_json(?, format='newline_delimited', columns={spec})")
-            for name in names:
-                self._load_batch(con, sql, cols, run_id, file_id, self.dir / name)
+            # a batch's recompile_no moved on by its own offset, looked up by the file it came from
+            moved = (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values(cols, True)} "
+                     f"FROM read_json(?, format='newline_delimited', columns={spec}, filename=true)")
+            for group in self._groups(names):
+                offsets = [self.recompile_offsets.get(name, 0) for name in group]
+                paths = [str(self.dir / name) for name in group]
+                if any(offsets) and any(c == "recompile_no" for c, _ in cols):
+                    self._load_batch(con, moved, cols, lambda ps, o=offsets: [run_id, file_id, o, ps, ps], paths)
+                else:
+                    self._load_batch(con, sql, cols, lambda ps: [run_id, file_id, ps], paths)
         if self.errors:
             # one statement over column lists: executemany is a statement per row (~0.5 ms each,
             # 5 s for the 10,000 errors a damaged file may keep)
@@ -118,18 +162,35 @@ class StagingSink:
             con.execute("INSERT INTO ingest_errors SELECT ?, ?, ?, unnest(?), unnest(?), unnest(?), unnest(?)",
                         [run_id, file_id, original_name, line_nos, kinds, messages, excerpts])
 
+    def _groups(self, names: list[str]):
+        """The batches to load with one INSERT each: consecutive ones up to batch_bytes together (a
+        text file parsed in ranges leaves many small batches; a statement each costs a few ms)."""
+        group: list[str] = []
+        size = 0
+        for name in names:
+            n = (self.dir / name).stat().st_size
+            if group and size + n > self.batch_bytes:
+                yield group
+                group, size = [], 0
+            group.append(name)
+            size += n
+        if group:
+            yield group
+
     @staticmethod
-    def _load_batch(con, sql: str, cols, run_id: str, file_id: int, path: Path) -> None:
+    def _load_batch(con, sql: str, cols, params, paths: list[str]) -> None:
         try:
-            con.execute(sql, [run_id, file_id, str(path)]).fetchall()
+            con.execute(sql, params(paths)).fetchall()
         except (duckdb.ConversionException, duckdb.InvalidInputException):
             # A parser emitted a value of the wrong type: coerce column by column, then load.
-            fixed = path.with_suffix(".fixed")
-            with open(path, "rb") as fin, open(fixed, "wb") as fout:
-                for line in fin:
-                    r = loads(line)
-                    fout.write(dumps_line({c: _coerce(r.get(c), t) for c, t in cols}))
-            con.execute(sql, [run_id, file_id, str(fixed)]).fetchall()
+            fixed = []
+            for path in paths:
+                fixed.append(path + ".fixed")
+                with open(path, "rb") as fin, open(fixed[-1], "wb") as fout:
+                    for line in fin:
+                        r = loads(line)
+                        fout.write(dumps_line({c: _coerce(r.get(c), t) for c, t in cols}))
+            con.execute(sql, params(fixed)).fetchall()
 
     def cleanup(self) -> None:
         self.finish()

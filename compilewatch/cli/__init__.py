@@ -112,7 +112,8 @@ def _table(rows: list[list], headers: list[str]) -> str:
              help="any unparsable line fails the file (nothing of it is stored) and the exit status"),
          arg("--quiet", action="store_true", help="no progress bar"),
          arg("--workers", type=int, metavar="N",
-             help="parse processes for many files (default: one per core; 1 parses in this process)"))
+             help="parse processes for many files, or for one large text log parsed in ranges "
+                  "(default: one per core; 1 parses in this process)"))
 def cmd_ingest(args) -> int:
     from compilewatch.core.errors import InputError
     from compilewatch.ingest.loader import ingest_paths

@@ -35,7 +35,14 @@ def parse_text(stream, sink, text_only: bool = False) -> None:
     records recognised as meta ``log_records``). ``text_only``: only the records of facts a trace
     does not carry (registry.TEXT_ONLY), for the text log of a bundle whose trace is parsed for
     everything else."""
-    ctx = TextContext(sink)
+    asm = assembler(TextContext(sink), text_only)
+    read_lines(stream, asm, 1)
+    asm.close()
+    sink.meta("log_records", asm.records)
+
+
+def assembler(ctx: TextContext, text_only: bool = False, cls=RecordAssembler) -> RecordAssembler:
+    """The record assembler of one parse, each finished record handed to its parser with `ctx`."""
     on_error = ctx.error
 
     def on_record(rec):
@@ -44,8 +51,13 @@ def parse_text(stream, sink, text_only: bool = False) -> None:
         except Exception as e:  # a parser bug costs one record, never the file
             on_error(rec.start_line, "payload", f"parser failed: {type(e).__name__}: {e}", rec.lines[0])
 
-    asm = RecordAssembler((lambda msg: parser_for(msg, True)) if text_only else parser_for, on_record, on_error)
-    line_no = 1
+    return cls((lambda msg: parser_for(msg, True)) if text_only else parser_for, on_record, on_error)
+
+
+def read_lines(stream, asm: RecordAssembler, line_no: int) -> int:
+    """Feed every line of `stream` to `asm`, the first numbered `line_no`; returns the number the
+    next line would have."""
+    on_error = asm.on_error
     try:
         read = getattr(stream, "read", None)
         if read is not None:
@@ -71,9 +83,7 @@ def parse_text(stream, sink, text_only: bool = False) -> None:
                 line_no = _feed_slow(asm, on_error, line_no, raw)
     except OSError as e:
         on_error(line_no, "io", f"read failed: {e}")
-    asm.close()
-    sink.meta("log_records", asm.records)
-
+    return line_no
 
 
 _CHUNK = 1 << 20

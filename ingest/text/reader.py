@@ -53,6 +53,7 @@ _CONTINUATION_STARTS = (
     "to diagnose", "- ", "guard ", "from user code", "Set TORCH_LOGS", "During handling",
     "The above exception",
 )
+BARE_KEY = ("bare",)      # the open record of lines without a prefix, beside the (rank, pid) keys
 MAX_RECORD_LINES = 20000  # a bound on memory per open record; longer records are cut and counted
 
 
@@ -90,6 +91,13 @@ def old_epoch(date: str, hms: str, ms: str) -> float | None:
         return None
 
 
+def starts_record(s: str) -> bool:
+    """A line with a prefix whose message starts a log record: where a file can be cut into ranges
+    that each parse on their own (see ingest/text_ranges.py)."""
+    head = RecordAssembler._parse_prefix(s)
+    return head is not None and head[-1].startswith(RECORD_STARTS)
+
+
 class RecordAssembler:
     """Feed decoded lines; completed records go to ``on_record(record)``; lines that look like a
     prefixed log line but cannot be read go to ``on_error(line_no, kind, message, excerpt)``."""
@@ -97,7 +105,7 @@ class RecordAssembler:
     def __init__(self, wanted, on_record, on_error):
         self._wanted = wanted            # first line -> the parser for it, or None
         self._on_record = on_record
-        self._on_error = on_error
+        self._on_error = self.on_error = on_error
         self._open: dict = {}            # (rank, pid) -> Record
         self._last: Record | None = None  # the record the previous line went to
         self._last_prefix: str | None = None
@@ -180,7 +188,8 @@ class RecordAssembler:
                     return
         self._unprefixed(line_no, s)
 
-    def _parse_prefix(self, s: str):
+    @staticmethod
+    def _parse_prefix(s: str):
         rank = None
         pos = 0
         if s[:1] == "[" and (s.startswith("[rank") or s.startswith("[default")):
@@ -252,7 +261,7 @@ class RecordAssembler:
             return
         parser = self._wanted(s) if s.startswith(RECORD_STARTS) else None
         if parser is not None:
-            key = ("bare",)
+            key = BARE_KEY
             old = self._open.get(key)
             if old is not None:
                 self._finish(old)
@@ -274,6 +283,10 @@ class RecordAssembler:
         rec.line_nos.append(line_no)
         if len(rec.lines) >= MAX_RECORD_LINES:
             rec.cut = True
+
+    def finish(self, rec: Record) -> None:
+        """Hand `rec` to its parser now: a record a range of the file left open (ingest/text_ranges.py)."""
+        self._finish(rec)
 
     def _finish(self, rec: Record) -> None:
         if rec.parser is not None:

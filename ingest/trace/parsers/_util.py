@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import orjson
+
 from compilewatch.ingest.jsonfast import loads
 
 
@@ -44,9 +46,16 @@ def as_str(v):
 
 def load_json(env, ctx):
     """The payload decoded as JSON, or None (counted as a payload error) when it is not JSON."""
-    text = env.payload
-    if text is None:
+    data = env.payload_bytes
+    if data is None:
         return None
+    try:
+        # straight from the bytes: most payloads are valid UTF-8 JSON orjson takes as it is, and
+        # decoding them to text first costs as much again (13,800 chromium events in a 112 MB trace)
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass   # the text path below decides, with the standard library's values and messages
+    text = env.payload
     try:
         return loads(text)
     except ValueError as e:

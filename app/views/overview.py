@@ -49,9 +49,6 @@ if verdicts is not None:
         elif isinstance(row.function, str) and row.function:
             out["detail"] = ui.link("recompiles", base_f, run_id=row.candidate_run, function=row.function)
         return out
-    verdicts = pd.concat([verdicts.reset_index(drop=True),
-                          pd.DataFrame([links(r) for r in verdicts.itertuples()], columns=["compare", "run", "detail"])],
-                         axis=1)
     # One block per model x hardware: the headline sentence a person would say in the review, then
     # its verdicts with links, then the evidence in full (never cut at a column's width).
     judged = verdicts[verdicts["status"].isin(["regression", "suspicious", "improvement"])]
@@ -71,6 +68,10 @@ if verdicts is not None:
         groups = groups.iloc[:MAX_GROUPS]
     for n, (model, hw) in enumerate(groups.index):
         part = ranked[(ranked["model"] == model) & (ranked["hardware"] == hw)].sort_values("_rank", kind="stable")
+        # links for the rows drawn only: a week of an organisation judges hundreds of rows
+        part = pd.concat([part.reset_index(drop=True),
+                          pd.DataFrame([links(r) for r in part.itertuples()], columns=["compare", "run", "detail"])],
+                         axis=1)
         with st.container(border=True):
             st.markdown(f"**{ui.md(part['headline'].iloc[0])}**")
             shown = part.assign(evidence=[" · ".join(t for _, t, _ in ev) for ev in part["evidence"]])

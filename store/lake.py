@@ -305,7 +305,7 @@ class LakeStore:
         if getattr(held, "depth", 0):
             if getattr(held, "cursor", None) is None:
                 held.stack = ExitStack()
-                held.cursor = held.stack.enter_context(self._cursor())
+                held.cursor = _HeldLakeConnection(held.stack.enter_context(self._cursor()))
             try:
                 yield held.cursor
             except BaseException:
@@ -551,6 +551,30 @@ class _LakeConnection:
 
     def __exit__(self, *exc):
         self._con.close()
+
+
+class _HeldLakeConnection:
+    """The cursor a reads_held block shares, queries included: a query's own cursor (common.df)
+    would be a new DuckDB connection, each with a `USE lake` before its statement; this thread's
+    block is its only user. A query's close() leaves it open; the block closes it."""
+
+    def __init__(self, cur: _LakeConnection):
+        self._cur = cur
+
+    def cursor(self) -> "_HeldLakeConnection":
+        return self
+
+    def close(self) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._cur, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
 
 
 def _pg_literal(s: str) -> str:

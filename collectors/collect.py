@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compilewatch.collectors.env import environment, looks_like_python, utc_now
+from compilewatch.collectors.torch_logs import DEFAULT_LOGS
 from compilewatch.collectors.version import __version__
 from compilewatch.core.errors import CommandNotFoundError, OutputNotWritableError, TorchMissingError
 from compilewatch.ingest.bundle import TIMINGS, TORCH_LOGS, TRACE_DIR, Manifest, write_manifest
 
-DEFAULT_LOGS = ("graph_breaks", "recompiles", "perf_hints")
 DEFAULT_OUT = ".compilewatch/bundles"
 INJECT_DIR = Path(__file__).resolve().parent / "_inject"
 GRACE_S = 10.0

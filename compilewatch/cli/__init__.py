@@ -612,7 +612,7 @@ def cmd_export_trace(args) -> int:
 
 # -- the collector: run a job, or a benchmark, and write bundles -------------------------------------
 def _logs_default() -> str:
-    from compilewatch.collectors.collect import DEFAULT_LOGS
+    from compilewatch.collectors.torch_logs import DEFAULT_LOGS
 
     return ",".join(DEFAULT_LOGS)   # the same components, as the --logs flag spells them
 

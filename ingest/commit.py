@@ -12,7 +12,7 @@ from pathlib import Path
 
 from compilewatch.ingest import PARSER_VERSION
 from compilewatch.ingest.records import EVENT_TABLES
-from compilewatch.ingest.staging import StagingSink
+from compilewatch.ingest.staging import StagedValuesCoerced, StagingSink
 from compilewatch.store.derived import refresh_run
 
 
@@ -38,17 +38,27 @@ def store_file(store, sink: StagingSink, f: FileRow, run: dict | None = None) ->
     claims) makes "is it stored already?" and the write one step, so two processes or hosts never
     store one file twice; the rows are written here, in the transactions the claim hands out."""
     if f.file_id is not None:   # a stored file parsed again: its rows are replaced
-        for attempt in store.transactions():
-            with attempt as con:
-                _write(con, sink, f, f.file_id, True, run)
+        _in_transactions(store.transactions, lambda con: _write(con, sink, f, f.file_id, True, run))
         return None
     with store.claim_file(f.sha256, f.run_id, f.bundled) as claim:
         if claim.stored_under is not None:
             return claim.stored_under
-        for attempt in claim.transactions():
-            with attempt as con:
-                _write(con, sink, f, claim.file_id, claim.run_exists, run)
+        _in_transactions(claim.transactions, lambda con: _write(con, sink, f, claim.file_id, claim.run_exists, run))
     return None
+
+
+def _in_transactions(transactions, write) -> None:
+    """write(con) in the attempts `transactions()` hands out; once more when a staged batch had to be
+    coerced (staging.StagedValuesCoerced: its failed INSERT ended the transaction)."""
+    for again in (False, True):
+        try:
+            for attempt in transactions():
+                with attempt as con:
+                    write(con)
+            return
+        except StagedValuesCoerced:
+            if again:
+                raise
 
 
 def _write(con, sink: StagingSink, f: FileRow, file_id: int, run_exists: bool, run: dict | None) -> None:

@@ -36,6 +36,11 @@ _WRITE_BUFFER = 256 << 10   # per table being staged: a dozen of them at most
 _PY_TYPES = {"INTEGER": int, "BIGINT": int, "DOUBLE": float, "BOOLEAN": bool}
 
 
+class StagedValuesCoerced(Exception):
+    """A staged batch held a value of the wrong type for its column and was coerced on disk; the
+    transaction that tried to load it is gone and must run again."""
+
+
 def _coerce(value, sql_type: str):
     """Last resort when a parser handed a value of the wrong type: make it fit, or null."""
     if value is None:
@@ -181,16 +186,19 @@ class StagingSink:
     def _load_batch(con, sql: str, cols, params, paths: list[str]) -> None:
         try:
             con.execute(sql, params(paths)).fetchall()
-        except (duckdb.ConversionException, duckdb.InvalidInputException):
-            # A parser emitted a value of the wrong type: coerce column by column, then load.
-            fixed = []
+        except (duckdb.ConversionException, duckdb.InvalidInputException) as e:
+            # A parser emitted a value of the wrong type. The failed statement ended the file's
+            # transaction (DuckDB aborts it on any error), so a second INSERT here could never
+            # succeed: coerce the batches on disk, column by column, and have the caller run the
+            # transaction again (store_file), which then loads them.
             for path in paths:
-                fixed.append(path + ".fixed")
-                with open(path, "rb") as fin, open(fixed[-1], "wb") as fout:
+                fixed = path + ".fixed"
+                with open(path, "rb") as fin, open(fixed, "wb") as fout:
                     for line in fin:
                         r = loads(line)
                         fout.write(dumps_line({c: _coerce(r.get(c), t) for c, t in cols}))
-            con.execute(sql, params(fixed)).fetchall()
+                Path(fixed).replace(path)
+            raise StagedValuesCoerced(str(e)) from e
 
     def cleanup(self) -> None:
         self.finish()

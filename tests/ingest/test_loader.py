@@ -206,3 +206,35 @@ def test_one_corrupt_bundle_in_a_folder_fails_alone(store, tmp_path):
     assert sorted(by_status["failed"]) == ["inbox-copy/bad-manifest", "inbox-copy/cut-short.tar.gz"]
     assert len(by_status["stored"]) == 3   # good-run: manifest, bench.csv, timings.json
     assert _count(store, "runs") == 1
+
+
+def test_a_staged_value_of_the_wrong_type_is_coerced_and_the_file_stored_once(tmp_path, monkeypatch):
+    """A parser that hands a graph break's line number as text (a parser bug) makes the batch's
+    INSERT fail, which ends the file's transaction: the batch is coerced on disk and the whole
+    transaction runs again, storing every row once, the bad value as null."""
+    from pathlib import Path
+
+    from compilewatch.store import open_store
+
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "text" / "issue107865_torch2.1dev_rank_oldprefix_graph_break.log"
+    clean = open_store(tmp_path / "clean" / "cw.duckdb")
+    assert ingest_paths(clean, [log]).ok
+    row = staging.StagingSink.row
+    spoiled = []
+
+    def wrong_type(self, table, values):
+        if table == "graph_breaks" and not spoiled:
+            spoiled.append(values["line_no"])
+            values = {**values, "line_no": "line seventeen"}
+        row(self, table, values)
+    monkeypatch.setattr(staging.StagingSink, "row", wrong_type)
+    store = open_store(tmp_path / "spoiled" / "cw.duckdb")
+    report = ingest_paths(store, [log])
+    assert report.ok, [(r.status, r.message) for r in report.files]
+    assert spoiled and _count(store, "files") == 1
+    cols = "line_no, gb_type, reason, compile_id"
+    with clean.read() as a, store.read() as b:
+        want = a.execute(f"SELECT {cols} FROM graph_breaks ORDER BY line_no").fetchall()
+        got = b.execute(f"SELECT {cols} FROM graph_breaks ORDER BY line_no NULLS FIRST").fetchall()
+    assert got[0][0] is None and [r for r in want if r[0] == spoiled[0]][0][1:] == got[0][1:]
+    assert sorted(got[1:]) == sorted(r for r in want if r[0] != spoiled[0])

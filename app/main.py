@@ -21,6 +21,10 @@ pages = {
         st.Page("views/upload.py", title="Upload logs", icon=":material/upload:", url_path="upload"),
     ],
 }
-auth.gate()  # login first, when .streamlit/secrets.toml configures it
-with ui.one_connection_per_render():
-    st.navigation(pages).run()
+# Streamlit runs this file as __main__. A worker process that multiprocessing spawns from the
+# dashboard's process runs it again as __mp_main__ (spawn re-runs the parent's main script): there
+# it must not open the store (which may ingest the sample logs first) or render a page.
+if __name__ == "__main__":
+    auth.gate()  # login first, when .streamlit/secrets.toml configures it
+    with ui.one_connection_per_render():
+        st.navigation(pages).run()

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compilewatch.ingest import file_kind as detect
+from compilewatch.ingest.child_process import die_with_parent
 from compilewatch.ingest.parsing import Parsed, Tally
 from compilewatch.ingest.staging import StagingSink
 from compilewatch.ingest.text import TextContext, assembler, read_lines
@@ -296,7 +297,8 @@ def parse_in_ranges(sink: StagingSink, path: Path, workers: int) -> Parsed | Non
         # shares); it only parses its range and writes its own files, nothing this process holds
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ProcessPoolExecutor(len(ranges) - 1, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(len(ranges) - 1, mp_context=ctx, initializer=die_with_parent,
+                                 initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(parse_range, path, rng, sink.dir) for rng in ranges[1:]]
             ranges = [parse_range(path, ranges[0], sink.dir)] + [f.result() for f in futures]
     except Exception:   # a worker that could not start or died (out of memory): parse in one piece

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from compilewatch.ingest import file_kind as detect
+from compilewatch.ingest.child_process import die_with_parent
 from compilewatch.ingest.loader import Staged, commit_staged, parse_and_stage
 from compilewatch.ingest.results import FAILED, FileResult, unreadable
 from compilewatch.ingest.units import Unit, resolve_kind
@@ -52,7 +53,7 @@ def ingest_in_workers(store, units: list[Unit], sizes: list[int], tmp_dir: Path,
     total, done = sum(sizes), 0
     # spawn, not fork: the writer may hold threads (a progress bar) and open connections
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         todo = iter(zip(units, sizes))
         pending: deque = deque()
 

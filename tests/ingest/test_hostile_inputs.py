@@ -340,6 +340,54 @@ def test_scratch_of_a_killed_ingest_is_swept_on_next_open(tmp_path):
     assert _rows(store, "SELECT count(*) FROM files")[0][0] == 1
 
 
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (Linux /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_kill_9_of_an_ingest_takes_its_parse_workers_with_it(tmp_path):
+    """A large text log is parsed in ranges by worker processes (ingest/text_ranges.py). kill -9 of
+    `compilewatch ingest` must not leave them behind: a forked worker holds what its parent held,
+    the store's shared lock included, and would keep every writer out for good."""
+    db = tmp_path / "s" / "cw.duckdb"
+    open_store(db)
+    big = tmp_path / "big.log"
+    body = TEXT_LOG.read_bytes()
+    with open(big, "wb") as out:
+        for _ in range(max(1, (48 * 2**20) // len(body))):
+            out.write(body)
+    proc = subprocess.Popen([sys.executable, "-m", "compilewatch", "ingest", str(big), "--db", str(db), "--workers", "2"],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while time.monotonic() < deadline and not workers and proc.poll() is None:
+        workers = [c for c in _children(proc.pid) if "spawn_main" not in Path(f"/proc/{c}/cmdline").read_text(errors="replace")
+                   and "resource_tracker" not in Path(f"/proc/{c}/cmdline").read_text(errors="replace")]
+        time.sleep(0.01)
+    assert workers, "the ingest finished before its parse workers were seen: make the log larger"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
+        time.sleep(0.05)
+    left = [w for w in workers if Path(f"/proc/{w}").exists()
+            and Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    assert not left, f"parse workers outlived the killed ingest: {left}"
+    # and nothing keeps the store's lock: a writer gets in at once
+    store = open_store(db)
+    with store.write(timeout=5) as con:
+        con.execute("SELECT 1").fetchall()
+
+
 def test_kill_9_of_a_folder_ingest_at_several_moments_then_rerun_matches_a_clean_ingest(tmp_path):
     """`compilewatch ingest` of real bundles killed at 0.5, 1.5, 3 and 5 s in turn, each time on the
     store the previous kill left: the store opens, nothing is stored twice, and the final rerun

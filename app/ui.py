@@ -44,11 +44,16 @@ def _open_store(db_path: str, data_path: str | None, sample_dir: str, bootstrap_
     return store, message
 
 
+def _configured_store():
+    """(store, bootstrap message) for the dashboard's settings, opened once per process."""
+    return _open_store(str(settings.db_path()), settings.data_path(), str(settings.sample_logs_dir()),
+                       settings.bootstrap_enabled())
+
+
 def get_store():
     """The Store for the configured path; shows st.error and stops the page when it cannot be opened."""
     try:
-        store, message = _open_store(str(settings.db_path()), settings.data_path(), str(settings.sample_logs_dir()),
-                                     settings.bootstrap_enabled())
+        store, message = _configured_store()
     except CompileWatchError as e:
         st.error(f"**{md(e.title)}**  \n{md(e.hint)}" if e.hint else md(e.title), icon=":material/error:")
         st.stop()
@@ -67,8 +72,7 @@ def one_connection_per_render():
     up to ~20 queries on a cold cache. When the store cannot be opened, nothing is held: the page's
     own get_store() shows why."""
     try:
-        store, _ = _open_store(str(settings.db_path()), settings.data_path(), str(settings.sample_logs_dir()),
-                               settings.bootstrap_enabled())
+        store, _ = _configured_store()
     except Exception:
         return nullcontext()
     return store.reads_held()

@@ -148,11 +148,12 @@ class StagingSink:
             spec = "{" + ", ".join(f"'{c}': '{'VARCHAR' if t == 'BLOB' else t}'" for c, t in cols) + "}"
             names_sql = ", ".join(c for c, _ in cols)
 
-            sql = (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values(cols, False)} "
-                   f"FROM read_json(?, format='newline_delimited', columns={spec})")
-            # a batch's recompile_no moved on by its own offset, looked up by the file it came from
-            moved = (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values(cols, True)} "
-                     f"FROM read_json(?, format='newline_delimited', columns={spec}, filename=true)")
+            def insert(moved: bool) -> str:
+                # moved: a batch's recompile_no moved on by its own offset, looked up by the file it came from
+                return (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values(cols, moved)} "
+                        f"FROM read_json(?, format='newline_delimited', columns={spec}"
+                        f"{', filename=true' if moved else ''})")
+            sql, moved = insert(False), insert(True)
             for group in self._groups(names):
                 offsets = [self.recompile_offsets.get(name, 0) for name in group]
                 paths = [str(self.dir / name) for name in group]

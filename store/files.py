@@ -203,7 +203,7 @@ def held_reads(held, release: Callable[[], None]):
     """The block of a store's ``reads_held``: ``held`` (a threading.local) counts how deep this
     thread is in such blocks, so that nested ones end with the outermost, which calls ``release``
     to give up what the reads kept. Each run's file bounds are remembered inside (store/run_rows.py)."""
-    from compilewatch.store import run_rows
+    from compilewatch.store import run_rows   # here: run_rows reads through this module's one()
 
     held.depth = getattr(held, "depth", 0) + 1
     try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 
+from compilewatch.store.files import one
+
 # Inside a store's reads_held block, each run's file-id bounds are looked up once per thread: a
 # run detail page asks for one run's rows ~15 times, and on DuckLake each lookup is a query through
 # the catalog (~20 ms). The block ends before, or is told at (forget_bounds), any write of its thread.
@@ -34,7 +36,7 @@ def _bounds(con, run_id: str | None) -> tuple:
         return memo[run_id]
     cur = con.cursor()
     try:
-        found = tuple(cur.execute("SELECT min(file_id), max(file_id) FROM files WHERE run_id = ?", [run_id]).fetchone())
+        found = tuple(one(cur, "SELECT min(file_id), max(file_id) FROM files WHERE run_id = ?", [run_id]))
     finally:
         cur.close()
     if memo is not None:

@@ -370,8 +370,8 @@ def test_kill_9_of_an_ingest_takes_its_parse_workers_with_it(tmp_path):
     deadline = time.monotonic() + 60
     workers: list[int] = []
     while time.monotonic() < deadline and not workers and proc.poll() is None:
-        workers = [c for c in _children(proc.pid) if "spawn_main" not in Path(f"/proc/{c}/cmdline").read_text(errors="replace")
-                   and "resource_tracker" not in Path(f"/proc/{c}/cmdline").read_text(errors="replace")]
+        cmdlines = {c: Path(f"/proc/{c}/cmdline").read_text(errors="replace") for c in _children(proc.pid)}
+        workers = [c for c, cmd in cmdlines.items() if "spawn_main" not in cmd and "resource_tracker" not in cmd]
         time.sleep(0.01)
     assert workers, "the ingest finished before its parse workers were seen: make the log larger"
     proc.kill()

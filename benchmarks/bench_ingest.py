@@ -8,7 +8,8 @@ Inputs are built from real logs only (benchmarks/real_inputs.py) in a temp folde
 Every command runs in a fresh child process measured with wait4() (wall time, peak RSS); the best
 of --repeat runs is printed for each, with the ratio to its reference measured in the same run:
   1. TORCH_TRACE: `compilewatch ingest FILE --db fresh.duckdb` (the whole product path: parse, keep
-     the per-compile artifacts compressed, store) vs `tlparse FILE -o OUT --overwrite --no-browser`
+     the per-compile artifacts compressed, store; with --workers 1, and with the default, the file
+     read in ranges by one process per core) vs `tlparse FILE -o OUT --overwrite --no-browser`
      (PyPI tlparse 0.4.3). Targets: <= 0.15x wall, <= 0.35x peak RSS.
   2. TORCH_LOGS text: `compilewatch ingest` (file to committed rows; with --workers 1, and with the
      default, one process per core parsing the file in ranges) and `compilewatch summarize` against
@@ -93,10 +94,16 @@ def bench_trace(tmp: Path, mb_target: float, repeat: int, tlparse: bool) -> None
     trace, what = build("trace", mb_target, tmp)
     mb = trace.stat().st_size / 1e6
     print(f"TORCH_TRACE {what} ({load()})")
+    # the default: the file read in ranges by one process per core (ingest/trace_ranges.py); and in one
+    ow, orss = best(lambda i: CW + ["ingest", "--quiet", "--workers", "1", str(trace), "--db",
+                                    str(tmp / f"o{i}" / "db.duckdb")], repeat)
     w, r = best(lambda i: CW + ["ingest", "--quiet", str(trace), "--db", str(tmp / f"t{i}" / "db.duckdb")], repeat)
     for i in range(repeat):
+        stored(tmp / f"o{i}" / "db.duckdb")
         stored(tmp / f"t{i}" / "db.duckdb")
-    print(f"  compilewatch ingest  {w:6.2f} s  {r:6.0f} MB peak RSS  {mb / w:6.1f} MB/s")
+    print(f"  ingest --workers 1   {ow:6.2f} s  {orss:6.0f} MB peak RSS  {mb / ow:6.1f} MB/s  (one process)")
+    print(f"  compilewatch ingest  {w:6.2f} s  {r:6.0f} MB peak RSS  {mb / w:6.1f} MB/s  "
+          f"({os.cpu_count()} cores, the file read in ranges)")
     if tlparse:
         tw, tr = best(lambda i: [str(VENV_BIN / "tlparse"), str(trace), "-o", str(tmp / "tl"), "--overwrite",
                                  "--no-browser"], repeat)

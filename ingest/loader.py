@@ -193,7 +193,7 @@ def ingest_unit(store, unit: Unit, *, sink=None, model=None, label=None, torch_v
     except OSError as e:
         return FileResult(unit.name, detect.UNKNOWN, FAILED, message=unreadable(e))
     if store is None:
-        parsed = parse_into(sink, unit, kind, sniffed, on_bytes)
+        parsed = parse_into(sink, unit, kind, sniffed, on_bytes, ranges=ranges)
         return judge(unit, kind, sniffed, parsed, refusal(unit, kind, sniffed, parsed))
     try:
         st = parse_and_stage(unit, kind, sniffed, store.tmp_dir, store=store, run_id=run_id, on_bytes=on_bytes,

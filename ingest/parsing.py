@@ -107,6 +107,21 @@ def open_watched(path, gzipped: bool, on_bytes: Callable[[int], None] | None = N
 _BLOCK = 1 << 20
 
 
+class FileSlice:
+    """`n` bytes of a file from where it stands, as a stream the readers take (a range of a file
+    parsed by a process of its own: ingest/text_ranges.py, ingest/trace_ranges.py)."""
+
+    def __init__(self, f, n: int):
+        self.f, self.left = f, n
+
+    def read(self, size: int) -> bytes:
+        if self.left <= 0:
+            return b""
+        data = self.f.read(min(size, self.left))
+        self.left -= len(data)
+        return data
+
+
 class Tally:
     """Counts what one file gave (the only place rows and errors are counted), checks table names,
     and passes everything on to the sink."""
@@ -147,17 +162,39 @@ class Tally:
 def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
                on_bytes: Callable[[int], None] | None = None, stop: Stop | None = None, ranges: int = 1) -> Parsed:
     """Parse `unit` as `kind` into `sink`. A file whose events are not counted (see
-    units.counts_events) is not parsed; an unknown kind is one error. `ranges` > 1 (`sink` a
-    StagingSink): a large plain TORCH_LOGS text file is parsed in up to that many processes
-    (ingest/text_ranges.py), with the same rows."""
+    units.counts_events) is not parsed; an unknown kind is one error. `ranges` > 1: a large plain
+    TORCH_LOGS text file is parsed in up to that many processes
+    (ingest/text_ranges.py), a large plain TORCH_TRACE file read by that many
+    (ingest/trace_ranges.py), with the same rows."""
     if ranges > 1 and kind == detect.TORCH_LOGS and unit.events and not (sniffed and sniffed.gzipped):
+        from compilewatch.ingest.staging import StagingSink
         from compilewatch.ingest.text_ranges import parse_in_ranges
-        parsed = parse_in_ranges(sink, unit.path, ranges)
+        # the ranges are put back together as staged batches; any other sink (summarize's) is then
+        # handed what they hold
+        staging = sink if isinstance(sink, StagingSink) else StagingSink(None)
+        try:
+            parsed = parse_in_ranges(staging, unit.path, ranges)
+            if parsed is not None and staging is not sink:
+                staging.replay(sink)
+        finally:
+            if staging is not sink:
+                staging.cleanup()
         if parsed is not None:
             if on_bytes is not None:
                 on_bytes(unit.path.stat().st_size)
             return parsed
     tally = Tally(sink)
+    if ranges > 1 and kind == detect.TORCH_TRACE and unit.events and not (sniffed and sniffed.gzipped):
+        from compilewatch.ingest.trace_ranges import parse_in_ranges as trace_in_ranges
+        try:
+            if trace_in_ranges(tally, unit.path, ranges, getattr(sink, "dir", None), on_bytes, stop) is not None:
+                return tally.checked(kind)
+        except OSError as e:
+            tally.error(0, "truncated", f"the file could not be read to its end: {e}", "")
+            return tally.checked(kind)
+        except Exception as e:  # a parser bug must not lose the rest of the file
+            tally.error(0, "internal", f"parser failed: {type(e).__name__}: {e}", "")
+            return tally.checked(kind)
     if not unit.events:
         if kind == detect.TORCH_LOGS:
             _text_only(tally, unit, sniffed)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections import Counter
 from pathlib import Path
-
-import duckdb
 
 from compilewatch.ingest.jsonfast import dumps_line, loads
 
@@ -71,11 +70,12 @@ class StagingSink:
     # costs a statement (a few ms), so 8 MB keeps both small.
     BATCH_BYTES = 8 << 20
 
-    def __init__(self, tmp_dir: Path, batch_bytes: int | None = None):
+    def __init__(self, tmp_dir: Path | None, batch_bytes: int | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix="stage-", dir=tmp_dir))
         self.batch_bytes = batch_bytes or self.BATCH_BYTES
         self.batches: dict[str, list[str]] = {}   # table -> its batch files' names, in order
         self.errors: list[tuple] = []
+        self.errors_not_kept: Counter = Counter()   # kind -> errors past MAX_STORED_ERRORS (counted, not kept)
         self.metadata: dict = {}
         self._open: dict[str, list] = {}           # table -> [open file, bytes written to it]
         # batch name -> what its rows' recompile_no is moved on by (see append)
@@ -101,6 +101,8 @@ class StagingSink:
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
         if len(self.errors) < self.MAX_STORED_ERRORS:
             self.errors.append((line_no, kind, message, (excerpt or "")[:500]))
+        else:
+            self.errors_not_kept[kind] += 1
 
     def meta(self, key: str, value) -> None:
         self.metadata.setdefault(key, value)
@@ -132,9 +134,35 @@ class StagingSink:
                 if recompile_offset:
                     self.recompile_offsets[mine[-1]] = recompile_offset
         errors = part.errors[start[1] if start else 0:stop[1] if stop else len(part.errors)]
-        self.errors.extend(errors[:max(0, self.MAX_STORED_ERRORS - len(self.errors))])
+        room = max(0, self.MAX_STORED_ERRORS - len(self.errors))
+        self.errors.extend(errors[:room])
+        self.errors_not_kept.update(kind for _, kind, _, _ in errors[room:])
+        if stop is None:   # a part's errors past its own limit came after all it kept
+            self.errors_not_kept.update(part.errors_not_kept)
         for key, value in part.metadata.items():
             self.meta(key, value)
+
+    def replay(self, sink) -> None:
+        """Hand every staged row (each table's in the order staged, recompile_no moved on as the
+        load moves it), error and fact to `sink`: what `summarize` counts of a text log parsed in
+        ranges, which are put back together here."""
+        self.finish()
+        for table, names in self.batches.items():
+            for name in names:
+                offset = self.recompile_offsets.get(name, 0)
+                with open(self.dir / name, "rb") as f:
+                    for line in f:
+                        row = loads(line)
+                        if offset and row.get("recompile_no") is not None:
+                            row["recompile_no"] += offset
+                        sink.row(table, row)
+        for err in self.errors:
+            sink.error(*err)
+        for kind, n in self.errors_not_kept.items():
+            for _ in range(n):
+                sink.error(0, kind, "", "")
+        for key, value in self.metadata.items():
+            sink.meta(key, value)
 
     def __getstate__(self):
         self.finish()   # handed to another process: every batch is complete on disk
@@ -185,6 +213,7 @@ class StagingSink:
 
     @staticmethod
     def _load_batch(con, sql: str, cols, params, paths: list[str]) -> None:
+        import duckdb   # here, not at the top: summarize stages a text log parsed in ranges, and stores nothing
         try:
             con.execute(sql, params(paths)).fetchall()
         except (duckdb.ConversionException, duckdb.InvalidInputException) as e:

@@ -7,6 +7,7 @@ pipeline's own counts (``FileResult``), so a new file kind or refusal rule chang
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections import Counter
@@ -141,10 +142,12 @@ class _Summary:
         }
 
 
-def summarize(paths) -> dict:
+def summarize(paths, workers: int | None = None) -> dict:
     """The counts of every log under `paths`, parsed exactly as ingest would store them. Inputs
     that are missing or not logs are listed in file_details with status "failed" (named
-    explicitly: `bad_input` in the result) or "skipped" (found by walking a folder or archive)."""
+    explicitly: `bad_input` in the result) or "skipped" (found by walking a folder or archive).
+    A large log is parsed by `workers` processes (default: one per core), as ingest parses it."""
+    workers = workers or os.cpu_count() or 1
     summary = _Summary()
     tmp_root = Path(tempfile.mkdtemp(prefix="cw-summary-"))
     try:
@@ -155,7 +158,7 @@ def summarize(paths) -> dict:
             if unit.role == "manifest" and unit.manifest and unit.manifest.torch_version:
                 summary.totals.meta("torch_version", unit.manifest.torch_version)
             sink = SummarySink(unit.name)
-            summary.add(ingest_unit(None, unit, sink=sink), sink)
+            summary.add(ingest_unit(None, unit, sink=sink, ranges=workers), sink)
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
     return summary.as_dict()

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from compilewatch.ingest import file_kind as detect
 from compilewatch.ingest.child_process import die_with_parent
-from compilewatch.ingest.parsing import Parsed, Tally
+from compilewatch.ingest.parsing import FileSlice, Parsed, Tally
 from compilewatch.ingest.staging import StagingSink
 from compilewatch.ingest.text import TextContext, assembler, read_lines
 from compilewatch.ingest.text.reader import BARE_KEY, MAX_RECORD_LINES, RECORD_STARTS, Record, RecordAssembler, starts_record
@@ -140,20 +140,6 @@ class Range:
     last_prefix: str | None = None
 
 
-class _Slice:
-    """`n` bytes of a file from where it stands, as a stream read_lines takes."""
-
-    def __init__(self, f, n: int):
-        self.f, self.left = f, n
-
-    def read(self, size: int) -> bytes:
-        if self.left <= 0:
-            return b""
-        data = self.f.read(min(size, self.left))
-        self.left -= len(data)
-        return data
-
-
 def parse_range(path: Path, rng: Range, stage_dir: Path) -> Range:
     """Parse one range into a StagingSink under stage_dir (in a worker process, or this one)."""
     sink = rng.sink = StagingSink(stage_dir)
@@ -167,7 +153,7 @@ def parse_range(path: Path, rng: Range, stage_dir: Path) -> Range:
     asm = assembler(ctx, cls=lambda *args: RangeAssembler(*args, mark))
     with open(path, "rb", buffering=0) as f:
         f.seek(rng.start)
-        read_lines(_Slice(f, rng.end - rng.start), asm, rng.first_line)
+        read_lines(FileSlice(f, rng.end - rng.start), asm, rng.first_line)
     tally.meta("log_records", asm.records)
     rng.parsed = tally.checked(detect.TORCH_LOGS)
     rng.recompiles = ctx.recompile_no

@@ -23,13 +23,21 @@ class TraceParser:
         self._events, self._artifacts, self._finishers = dispatch_tables(parsers)
 
     def feed(self, stream) -> None:
-        events, artifacts = self._events, self._artifacts
         for env in self.reader.envelopes(stream):
-            fns = events.get(env.name)
-            if fns is None and env.name == "artifact":
-                fns = artifacts.get(env.artifact_name) or artifacts.get(None)
-            if fns is not None:
-                self._run(fns, env)
+            self.dispatch(env)
+
+    def parsers_for(self, env) -> list | None:
+        """The parse functions `env` goes to, in order; None when no parser wants it."""
+        fns = self._events.get(env.name)
+        if fns is None and env.name == "artifact":
+            fns = self._artifacts.get(env.artifact_name) or self._artifacts.get(None)
+        return fns
+
+    def dispatch(self, env) -> None:
+        """Hand one envelope, read here or by another process (ingest/trace_ranges.py), to its parsers."""
+        fns = self.parsers_for(env)
+        if fns is not None:
+            self._run(fns, env)
 
     def _run(self, fns, env) -> None:
         for fn in fns:
@@ -42,11 +50,7 @@ class TraceParser:
     def close(self) -> TraceStats:
         env = self.reader.close()
         if env is not None:
-            fns = self._events.get(env.name)
-            if fns is None and env.name == "artifact":
-                fns = self._artifacts.get(env.artifact_name) or self._artifacts.get(None)
-            if fns is not None:
-                self._run(fns, env)
+            self.dispatch(env)
         self.ctx.compressor.flush()
         for finish in self._finishers:
             finish(self.ctx)

@@ -48,6 +48,15 @@ class Compressor:
         self._pending_bytes += len(data)
         self._drain(wait=self._pending_bytes > MAX_PENDING_BYTES)
 
+    def compressed(self, table: str, row: dict, column: str, value: str) -> None:
+        """Pass `row` on with `column` set to `value`, a payload compressed already (by the process
+        that read it, ingest/trace_ranges.py), after every row given before it."""
+        row[column] = value
+        if not self._pending:
+            self.sink.row(table, row)
+            return
+        self._pending.append((table, row, column, value, 0))
+
     def _drain(self, wait: bool) -> None:
         pending = self._pending
         while pending:

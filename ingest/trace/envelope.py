@@ -91,7 +91,8 @@ class Envelope:
     """One decoded record: the event key and value, its compile id, rank, and raw payload bytes.
     Ids are read from the envelope on first use: most records are never asked."""
 
-    __slots__ = ("line_no", "name", "value", "data", "payload_bytes", "payload_ok", "_payload", "_ids")
+    __slots__ = ("line_no", "name", "value", "data", "payload_bytes", "payload_ok", "payload_z", "payload_size",
+                 "_payload", "_ids")
 
     def __init__(self, line_no: int, name: str, data: dict):
         self.line_no = line_no
@@ -100,6 +101,10 @@ class Envelope:
         self.value = data.get(name)
         self.payload_bytes = None
         self.payload_ok = True   # False when the payload failed its md5 (already counted)
+        # the payload compressed as an artifact row stores it (trace/compressor.py), and its size, by
+        # the process that read this part of the file (ingest/trace_ranges.py); payload_bytes is then None
+        self.payload_z = None
+        self.payload_size = 0
         self._payload = None
         self._ids = None
 

@@ -16,12 +16,11 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from stored_tables import stored_tables
 
 from compilewatch.ingest import text_ranges
-from compilewatch.ingest.loader import ingest_paths
-from compilewatch.ingest.records import EVENT_TABLES
 from compilewatch.ingest.staging import StagingSink
-from compilewatch.store import open_store
+from compilewatch.ingest.summary import summarize
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((REPO / "tests" / "fixtures" / "text").glob("*.log"))
@@ -46,33 +45,20 @@ def concatenated(tmp_path_factory) -> Path:
     return path
 
 
-def _stored(db: Path, files: list[Path], workers: int) -> dict:
-    """Ingest each file on its own into a fresh store; every table's rows in the order stored."""
-    store = open_store(db)
-    for f in files:
-        ingest_paths(store, [f], workers=workers)
-    out = {}
-    with store.read() as con:
-        for t in (*EVENT_TABLES, "ingest_errors"):
-            out[t] = con.execute(f"SELECT * EXCLUDE (rid) FROM (SELECT rowid AS rid, * FROM {t}) ORDER BY rid").fetchall()
-        out["files"] = con.execute("SELECT file_id, sha256, status, records, errors FROM files ORDER BY file_id").fetchall()
-    return out
-
-
 @pytest.mark.parametrize("workers", [3])
 def test_fixtures_in_ranges_store_one_parse(tmp_path, monkeypatch, workers):
-    one = _stored(tmp_path / "one" / "db.duckdb", FIXTURES, 1)
+    one = stored_tables(tmp_path / "one" / "db.duckdb", FIXTURES, 1)
     monkeypatch.setattr(text_ranges, "MIN_RANGE_BYTES", 512)
-    ranged = _stored(tmp_path / "ranged" / "db.duckdb", FIXTURES, workers)
+    ranged = stored_tables(tmp_path / "ranged" / "db.duckdb", FIXTURES, workers)
     assert ranged == one
     assert sum(len(v) for v in one.values()) > 100
 
 
 @pytest.mark.parametrize("workers", [2, 16])
 def test_many_processes_in_ranges_store_one_parse(concatenated, tmp_path, monkeypatch, workers):
-    one = _stored(tmp_path / "one" / "db.duckdb", [concatenated], 1)
+    one = stored_tables(tmp_path / "one" / "db.duckdb", [concatenated], 1)
     monkeypatch.setattr(text_ranges, "MIN_RANGE_BYTES", 4096)
-    ranged = _stored(tmp_path / "ranged" / "db.duckdb", [concatenated], workers)
+    ranged = stored_tables(tmp_path / "ranged" / "db.duckdb", [concatenated], workers)
     assert ranged == one
     assert len(one["recompiles"]) > 300 and one["guard_failures"] and one["ingest_errors"]
 
@@ -99,19 +85,19 @@ def test_small_file_is_one_piece(tmp_path):
 def test_cuts_all_over(concatenated, tmp_path, monkeypatch):
     """One cut at a time, at 20 places spread over the file: at each, other processes' records are
     open, some go on after the cut with the same prefix, some end inside the next range."""
-    one = _stored(tmp_path / "one" / "db.duckdb", [concatenated], 1)
+    one = stored_tables(tmp_path / "one" / "db.duckdb", [concatenated], 1)
     monkeypatch.setattr(text_ranges, "MIN_RANGE_BYTES", 1)
     size = concatenated.stat().st_size
     for i in range(1, 21):
         monkeypatch.setattr(text_ranges, "places", lambda size, parts, i=i: [size * i // 21])
         assert len(text_ranges.cut(concatenated, 2, size)) == 2
-        assert _stored(tmp_path / f"r{i}" / "db.duckdb", [concatenated], 2) == one, f"cut {i}"
+        assert stored_tables(tmp_path / f"r{i}" / "db.duckdb", [concatenated], 2) == one, f"cut {i}"
 
 
 def test_worker_that_dies_leaves_one_piece(concatenated, tmp_path, monkeypatch):
     """A range's process that fails (here: out of memory in every worker) costs the split, not the
     file: it is parsed in one piece, with the same rows, and no range's staged rows are left."""
-    one = _stored(tmp_path / "one" / "db.duckdb", [concatenated], 1)
+    one = stored_tables(tmp_path / "one" / "db.duckdb", [concatenated], 1)
     monkeypatch.setattr(text_ranges, "MIN_RANGE_BYTES", 4096)
     parent = os.getpid()
     real = text_ranges.parse_range
@@ -127,4 +113,47 @@ def test_worker_that_dies_leaves_one_piece(concatenated, tmp_path, monkeypatch):
         assert not list(sink.dir.iterdir())
     finally:
         sink.cleanup()
-    assert _stored(tmp_path / "ranged" / "db.duckdb", [concatenated], 4) == one
+    assert stored_tables(tmp_path / "ranged" / "db.duckdb", [concatenated], 4) == one
+
+
+def test_summarize_in_ranges_counts_one_parse(concatenated, monkeypatch):
+    """`summarize` parses a large log in ranges too, and counts exactly what one parse counts."""
+    one = summarize([concatenated], workers=1)
+    monkeypatch.setattr(text_ranges, "MIN_RANGE_BYTES", 4096)
+    replayed = []
+    real = StagingSink.replay
+    monkeypatch.setattr(StagingSink, "replay", lambda self, sink: (replayed.append(1), real(self, sink)))
+    assert summarize([concatenated], workers=3) == one
+    assert replayed and one["recompiles"] > 300 and one["errors"] and one["error_samples"]
+
+
+def test_replay_counts_the_errors_not_kept(tmp_path, monkeypatch):
+    """A staged file keeps its first MAX_STORED_ERRORS errors and counts the rest by kind; ranges put
+    together keep that count, and summarize is handed every error."""
+    monkeypatch.setattr(StagingSink, "MAX_STORED_ERRORS", 3)
+
+    class Errors:
+        def __init__(self):
+            self.kinds = []
+
+        def row(self, table, row):
+            pass
+
+        def error(self, line_no, kind, message, excerpt=""):
+            self.kinds.append(kind)
+
+        def meta(self, key, value):
+            pass
+    whole = StagingSink(tmp_path)
+    try:
+        parts = [StagingSink(whole.dir) for _ in range(2)]
+        for part, kinds in zip(parts, (["glog", "json"], ["glog", "json", "json", "binary"])):
+            for kind in kinds:
+                part.error(1, kind, "m")
+            whole.append(part)
+        got = Errors()
+        whole.replay(got)
+        assert len(whole.errors) == 3
+        assert sorted(got.kinds) == sorted(["glog", "json", "glog", "json", "json", "binary"])
+    finally:
+        whole.cleanup()

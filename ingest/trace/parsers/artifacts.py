@@ -39,12 +39,24 @@ VALUE_EVENTS = (
 _STACK_KEYS = ("stack", "user_stack")
 
 
+def _fields(env, kind: str, name, encoding: str, size: int) -> dict:
+    return {"line_no": env.line_no, "compile_id": env.compile_id, "rank": env.rank, "kind": kind, "name": name,
+            "encoding": encoding, "size_bytes": size}
+
+
 def _row(env, ctx, kind: str, name, encoding: str, data: bytes) -> None:
     # compressed beside the parser (trace/compressor.py); the row reaches the sink in order
-    ctx.compressor.row("artifacts", {
-        "line_no": env.line_no, "compile_id": env.compile_id, "rank": env.rank, "kind": kind, "name": name,
-        "encoding": encoding, "size_bytes": len(data),
-    }, "payload_z", data)
+    ctx.compressor.row("artifacts", _fields(env, kind, name, encoding, len(data)), "payload_z", data)
+
+
+def _payload_row(env, ctx, kind: str, name, encoding: str) -> None:
+    """The envelope's payload as an artifact row: compressed here, or already by the process that
+    read this part of the file (ingest/trace_ranges.py: the same bytes, compressed the same way)."""
+    if env.payload_z is not None:
+        ctx.compressor.compressed("artifacts", _fields(env, kind, name, encoding, env.payload_size), "payload_z",
+                                  env.payload_z)
+    else:
+        _row(env, ctx, kind, name, encoding, env.payload_bytes or b"")
 
 
 def _name(env, key):
@@ -56,16 +68,14 @@ def _name(env, key):
 def parse_payload(env, ctx) -> None:
     """An envelope of PAYLOAD_EVENTS: its payload as logged (empty when torch logged none, as
     tlparse shows it)."""
-    _row(env, ctx, env.name, _name(env, env.name), "json" if env.name in JSON_PAYLOADS else "string",
-         env.payload_bytes or b"")
+    _payload_row(env, ctx, env.name, _name(env, env.name), "json" if env.name in JSON_PAYLOADS else "string")
 
 
 def parse_artifact(env, ctx) -> None:
     """Any ``artifact`` envelope (``trace_structured_artifact``): name and encoding in the value."""
     v = env.value if isinstance(env.value, dict) else {}
     enc = v.get("encoding")
-    _row(env, ctx, "artifact", _name(env, "artifact"), enc if enc in ("json", "string") else "string",
-         env.payload_bytes or b"")
+    _payload_row(env, ctx, "artifact", _name(env, "artifact"), enc if enc in ("json", "string") else "string")
 
 
 def resolve_frames(frames, ctx):
@@ -95,3 +105,8 @@ def parse_stack(env, ctx) -> None:
     if not isinstance(stack, list):
         return
     _row(env, ctx, "dynamo_start", None, "json", dumps_line(resolve_frames(stack, ctx)).rstrip(b"\n"))
+
+
+# The parsers that read an envelope's payload only to store it: an envelope that goes to these
+# alone may arrive with its payload compressed already (ingest/trace_ranges.py).
+STORERS = frozenset((parse_payload, parse_artifact))

@@ -1,0 +1,223 @@
+"""One large TORCH_TRACE file read on every core: cut into byte ranges at envelope lines, each range
+read by a worker process, every envelope then parsed here, in the file's order, by one TraceParser.
+
+Almost all of a trace's bytes are payload lines (graphs, guards, generated code): what costs is per
+byte, not per record — finding where each payload ends, stripping its tabs, checking its md5,
+compressing it for the artifacts table. That is the EnvelopeReader's work plus the compression, and
+it needs nothing from the rest of the file, so it is what the workers do. Everything the parsers
+carry from one record to the next (interned file names, recompile numbering, a frame's start and
+its metrics, open chromium spans; ingest/trace/context.py) stays in this one process, which sees
+the envelopes in the order one reader would yield them, with the same line numbers and the reader's
+errors between them where it would have reported them. The rows are therefore exactly those of one
+parse.
+
+A cut is put at a line that starts with a glog level letter: neither a payload line (tab) nor a
+blank line (which may belong to the payload before it), so the reader's state at that line is the
+same whether it read the file from its start or from the cut, except for line numbers (counted
+per range and added here) and its counts (summed here).
+
+Memory stays flat in the file's size: a worker streams its range's envelopes to a spool file in
+small batches, the ranges are ~16 MB, and only a few are read ahead of the parser.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import shutil
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compilewatch.ingest.child_process import die_with_parent
+from compilewatch.ingest.formats import glog
+from compilewatch.ingest.parsing import FileSlice
+from compilewatch.ingest.trace import TraceParser
+from compilewatch.ingest.trace.compressor import compress
+from compilewatch.ingest.trace.envelope import Envelope, EnvelopeReader, TraceStats
+from compilewatch.ingest.trace.parsers import dispatch_tables
+from compilewatch.ingest.trace.parsers.artifacts import STORERS
+
+# A file smaller than two of these is read in one piece: a process costs more than it saves.
+MIN_RANGE_BYTES = 16 << 20
+RANGE_BYTES = 16 << 20      # about the size of each range
+SCAN_BYTES = 8 << 20        # how far past its place a cut is looked for
+SPOOL_BATCH_BYTES = 1 << 20  # a worker writes its envelopes to its spool file in batches of about this
+_LEVELS = frozenset(glog.LEVEL_LETTERS.encode())
+
+
+@dataclass
+class Range:
+    """Bytes [start, end) of the file and, once read, what its worker found."""
+    index: int
+    start: int
+    end: int
+    spool: Path | None = None
+    lines: int = 0
+    stats: TraceStats = field(default_factory=TraceStats)
+
+
+class _Spool:
+    """The reader's sink in a worker: its errors go into the same ordered stream as the envelopes,
+    so they are reported here exactly where one reader reports them."""
+
+    def __init__(self, out):
+        self.out = out
+        self.items: list = []
+        self.bytes = 0
+
+    def error(self, line_no, kind, message, excerpt="") -> None:
+        self.items.append((line_no, kind, message, excerpt))   # a tuple: an error; a list: an envelope
+
+    def envelope(self, env, size: int) -> None:
+        # plain values: a tuple pickles in a fraction of the time an object with slots does
+        self.items.append([env.line_no, env.name, env.data, env.payload_bytes, env.payload_ok, env.payload_z,
+                           env.payload_size])
+        self.bytes += size + 200
+        if self.bytes >= SPOOL_BATCH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.items:
+            pickle.dump(self.items, self.out, protocol=pickle.HIGHEST_PROTOCOL)
+            self.items, self.bytes = [], 0
+
+
+def read_range(path: Path, rng: Range, spool_dir: Path) -> Range:
+    """Read one range's envelopes (in a worker process, or in this one) into a spool file, each
+    payload that only an artifact row needs compressed as that row stores it."""
+    events, artifacts, _ = dispatch_tables()
+    rng.spool = spool_dir / f"range-{rng.index}.pickle"
+    with open(path, "rb", buffering=0) as f, open(rng.spool, "wb", buffering=1 << 20) as out:
+        spool = _Spool(out)
+        reader = EnvelopeReader(spool, rng.stats)
+        f.seek(rng.start)
+
+        def keep(env) -> None:
+            data = env.payload_bytes
+            size = 0
+            if data is not None:
+                size = len(data)
+                fns = events.get(env.name)
+                if fns is None and env.name == "artifact":
+                    fns = artifacts.get(env.artifact_name) or artifacts.get(None)
+                if fns and all(fn in STORERS for fn in fns):   # stored, nothing else: compressed here
+                    env.payload_z, env.payload_size, env.payload_bytes = compress(data), size, None
+            spool.envelope(env, size)
+
+        for env in reader.envelopes(FileSlice(f, rng.end - rng.start)):
+            keep(env)
+        last = reader.close()   # a range ends before an envelope line: its last payload is whole
+        if last is not None:
+            keep(last)
+        spool.flush()
+    rng.lines = reader.line_no
+    return rng
+
+
+def cut(path: Path, size: int, range_bytes: int | None = None, scan: int | None = None) -> list[Range]:
+    """The file's ranges, of about `range_bytes` (default RANGE_BYTES): each after the first starts
+    at the first line at or past its place that starts with a glog level letter, looked for within
+    `scan` bytes (default SCAN_BYTES)."""
+    range_bytes, scan = range_bytes or RANGE_BYTES, scan or SCAN_BYTES
+    starts = [0]
+    with open(path, "rb") as f:
+        # the first ranges are smaller: the parser waits for the first one, so it should come soon
+        place = range_bytes // 4
+        while place < size - range_bytes // 2:
+            f.seek(place)
+            window = f.read(scan)
+            at = window.find(b"\n") + 1
+            while at and at < len(window) and window[at] not in _LEVELS:
+                at = window.find(b"\n", at) + 1
+            if at and at < len(window):
+                starts.append(place + at)
+            step = range_bytes if len(starts) > 2 else range_bytes // (4 if len(starts) == 2 else 2)
+            place = max(place + step, starts[-1] + 1)
+    ends = starts[1:] + [size]
+    return [Range(i, s, e) for i, (s, e) in enumerate(zip(starts, ends))]
+
+
+def _replay(parser: TraceParser, rng: Range, line_offset: int) -> None:
+    """A range's envelopes and errors, in its order, to the parser, at their lines in the file."""
+    sink_error, dispatch = parser.sink.error, parser.dispatch
+    with open(rng.spool, "rb") as f:
+        while True:
+            try:
+                items = pickle.load(f)
+            except EOFError:
+                break
+            for item in items:
+                if type(item) is tuple:
+                    line_no, kind, message, excerpt = item
+                    sink_error(line_no + line_offset, kind, message, excerpt)
+                    continue
+                line_no, name, data, env_payload, ok, z, size = item
+                env = Envelope(line_no + line_offset, name, data)
+                env.payload_bytes, env.payload_ok, env.payload_z, env.payload_size = env_payload, ok, z, size
+                dispatch(env)
+    rng.spool.unlink(missing_ok=True)
+    stats = parser.stats
+    part = rng.stats
+    stats.lines += part.lines
+    stats.envelopes += part.envelopes
+    stats.payloads += part.payloads
+    stats.blank_lines += part.blank_lines
+    stats.events.update(part.events)
+    stats.unknown_events.update(part.unknown_events)
+    stats.unknown_keys.update(part.unknown_keys)
+
+
+def parse_in_ranges(sink, path: Path, workers: int, spool_dir: Path | None = None, on_bytes=None,
+                    stop=None) -> TraceStats | None:
+    """Parse the TORCH_TRACE file at `path` into `sink`, its ranges read by up to `workers`
+    processes; None, with nothing given to `sink`, when the file is too small to split or no
+    worker could start: then parse it in one piece. A worker lost midway is replaced by reading
+    its range here. `stop` requested (the file is stored already) ends it after the current range."""
+    size = os.path.getsize(path)
+    if workers < 2 or size < 2 * MIN_RANGE_BYTES:
+        return None
+    ranges = cut(path, size)
+    if len(ranges) < 2:
+        return None
+    spool_dir = Path(tempfile.mkdtemp(prefix="trace-ranges-", dir=spool_dir))
+    parser = TraceParser(sink)
+    try:
+        try:
+            # fork: a worker is ready at once; it only reads its ranges and writes its spool files
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=die_with_parent,
+                                       initargs=(os.getpid(),))
+        except (OSError, ValueError):
+            return None
+        with pool:
+            ahead = workers + 1   # ranges read ahead of the parser: what bounds the spool on disk
+            futures = {}
+            line_offset = 0
+            for i, rng in enumerate(ranges):
+                for j in range(i, min(i + ahead, len(ranges))):
+                    if j not in futures:
+                        try:
+                            futures[j] = pool.submit(read_range, path, ranges[j], spool_dir)
+                        except RuntimeError:   # the pool broke (a worker died): read the rest here
+                            futures[j] = None
+                try:
+                    done = futures.pop(i).result()
+                except Exception:   # the worker died (out of memory, killed): read its range here
+                    done = read_range(path, rng, spool_dir)
+                _replay(parser, done, line_offset)
+                line_offset += done.lines
+                if on_bytes is not None:
+                    on_bytes(done.end)
+                if stop is not None and stop.requested:
+                    for f in futures.values():
+                        if f is not None:
+                            f.cancel()
+                    break
+        parser.ctx.compressor.flush()
+        return parser.close()
+    finally:
+        parser.ctx.compressor.flush()
+        shutil.rmtree(spool_dir, ignore_errors=True)

@@ -65,7 +65,11 @@ class Parser:
 
     Which records it is given: TORCH_TRACE parsers by ``event``, the envelope's key (for
     ``"artifact"`` envelopes, the artifact names in ``artifacts``; none: every artifact);
-    TORCH_LOGS text parsers by ``starts(message)``, on the first line of each record."""
+    TORCH_LOGS text parsers by ``starts(message)``, on the first line of each record.
+
+    ``prepare(record)``, when given, is the part of ``parse`` that needs nothing but the record: it
+    returns what ``parse`` then reads from ``record.prepared`` instead (None: leave it all to
+    ``parse``), and may run in the process that read the record (ingest/trace_ranges.py)."""
 
     name: str
     parse: Callable[[Any, Any], None]
@@ -73,6 +77,7 @@ class Parser:
     artifacts: tuple[str, ...] = ()
     starts: Callable[[str], bool] | None = None
     finish: Callable[[Any], None] | None = None
+    prepare: Callable[[Any], Any] | None = None
 
 
 class CollectingSink:

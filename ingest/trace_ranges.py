@@ -70,11 +70,12 @@ class _Spool:
     def error(self, line_no, kind, message, excerpt="") -> None:
         self.items.append((line_no, kind, message, excerpt))   # a tuple: an error; a list: an envelope
 
-    def envelope(self, env, size: int) -> None:
-        # plain values: a tuple pickles in a fraction of the time an object with slots does
+    def envelope(self, env) -> None:
+        # plain values: a list pickles in a fraction of the time an object with slots does
         self.items.append([env.line_no, env.name, env.data, env.payload_bytes, env.payload_ok, env.payload_z,
-                           env.payload_size])
-        self.bytes += size + 200
+                           env.payload_size, env.prepared])
+        self.bytes += 200 + (len(env.payload_bytes) if env.payload_bytes is not None else
+                             len(env.payload_z) if env.payload_z is not None else 0)
         if self.bytes >= SPOOL_BATCH_BYTES:
             self.flush()
 
@@ -84,10 +85,27 @@ class _Spool:
             self.items, self.bytes = [], 0
 
 
+def _prepare(env, data: bytes, fns: list, preparers: dict) -> None:
+    """What the parsers of `env` do with its payload alone, done here when that is all they do
+    with it: an artifact row's compression (artifacts.STORERS), one parser's prepare(); the payload's
+    bytes then need not travel."""
+    readers = [fn for fn in fns if fn not in STORERS]
+    if readers:
+        prepare = preparers.get(readers[0]) if len(readers) == 1 else None
+        if prepare is None:
+            return
+        env.prepared = prepare(env)
+        if env.prepared is None:
+            return
+    if len(readers) < len(fns):
+        env.payload_z = compress(data)
+    env.payload_size, env.payload_bytes = len(data), None
+
+
 def read_range(path: Path, rng: Range, spool_dir: Path) -> Range:
-    """Read one range's envelopes (in a worker process, or in this one) into a spool file, each
-    payload that only an artifact row needs compressed as that row stores it."""
-    events, artifacts, _ = dispatch_tables()
+    """Read one range's envelopes (in a worker process, or in this one) into a spool file, what
+    their parsers do with a payload alone done here (``_prepare``)."""
+    events, artifacts, _, preparers = dispatch_tables()
     rng.spool = spool_dir / f"range-{rng.index}.pickle"
     with open(path, "rb", buffering=0) as f, open(rng.spool, "wb", buffering=1 << 20) as out:
         spool = _Spool(out)
@@ -96,15 +114,13 @@ def read_range(path: Path, rng: Range, spool_dir: Path) -> Range:
 
         def keep(env) -> None:
             data = env.payload_bytes
-            size = 0
             if data is not None:
-                size = len(data)
                 fns = events.get(env.name)
                 if fns is None and env.name == "artifact":
                     fns = artifacts.get(env.artifact_name) or artifacts.get(None)
-                if fns and all(fn in STORERS for fn in fns):   # stored, nothing else: compressed here
-                    env.payload_z, env.payload_size, env.payload_bytes = compress(data), size, None
-            spool.envelope(env, size)
+                if fns:
+                    _prepare(env, data, fns, preparers)
+            spool.envelope(env)
 
         for env in reader.envelopes(FileSlice(f, rng.end - rng.start)):
             keep(env)
@@ -153,9 +169,10 @@ def _replay(parser: TraceParser, rng: Range, line_offset: int) -> None:
                     line_no, kind, message, excerpt = item
                     sink_error(line_no + line_offset, kind, message, excerpt)
                     continue
-                line_no, name, data, env_payload, ok, z, size = item
+                line_no, name, data, env_payload, ok, z, size, prepared = item
                 env = Envelope(line_no + line_offset, name, data)
                 env.payload_bytes, env.payload_ok, env.payload_z, env.payload_size = env_payload, ok, z, size
+                env.prepared = prepared
                 dispatch(env)
     rng.spool.unlink(missing_ok=True)
     stats = parser.stats

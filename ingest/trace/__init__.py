@@ -20,7 +20,7 @@ class TraceParser:
         self.stats = TraceStats()
         self.reader = EnvelopeReader(sink, self.stats)
         self.ctx = TraceContext(sink, self.stats)
-        self._events, self._artifacts, self._finishers = dispatch_tables(parsers)
+        self._events, self._artifacts, self._finishers, _ = dispatch_tables(parsers)
 
     def feed(self, stream) -> None:
         for env in self.reader.envelopes(stream):

@@ -92,7 +92,7 @@ class Envelope:
     Ids are read from the envelope on first use: most records are never asked."""
 
     __slots__ = ("line_no", "name", "value", "data", "payload_bytes", "payload_ok", "payload_z", "payload_size",
-                 "_payload", "_ids")
+                 "prepared", "_payload", "_ids")
 
     def __init__(self, line_no: int, name: str, data: dict):
         self.line_no = line_no
@@ -105,6 +105,7 @@ class Envelope:
         # the process that read this part of the file (ingest/trace_ranges.py); payload_bytes is then None
         self.payload_z = None
         self.payload_size = 0
+        self.prepared = None     # what its parser's prepare() made of it there (records.Parser)
         self._payload = None
         self._ids = None
 

@@ -31,7 +31,7 @@ def default_parsers() -> tuple[Parser, ...]:
         Parser("graph_break_artifact", graph_break.parse, event="artifact", artifacts=("dynamo_graph_break_reason",)),
         Parser("recompile_reasons", recompile_reasons.parse, event="artifact", artifacts=("recompile_reasons",)),
         Parser("cache_events", cache_events.parse, event="artifact", artifacts=tuple(cache_events.ARTIFACTS)),
-        Parser("chromium_event", chromium_event.parse, event="chromium_event"),
+        Parser("chromium_event", chromium_event.parse, event="chromium_event", prepare=chromium_event.prepare),
         Parser("torch_version", torch_version.parse, event="artifact", artifacts=("torch_version",)),
         # per-compile-id artifacts: one parser per envelope kind, each storing its payload or value
         Parser("artifact", artifact_records.parse_artifact, event="artifact"),
@@ -42,13 +42,17 @@ def default_parsers() -> tuple[Parser, ...]:
 
 
 def dispatch_tables(parsers=None):
-    """(event -> [parse], artifact name -> [parse], [finish]) for the reader's hot loop. Parsers of
-    every artifact are listed under each name and under None (names no parser asked for)."""
+    """(event -> [parse], artifact name -> [parse], [finish], {parse: prepare}) for the reader's hot
+    loop. Parsers of every artifact are listed under each name and under None (names no parser
+    asked for)."""
     events: dict[str, list] = {}
     artifacts: dict[str, list] = {}
     every_artifact = []
     finishers = []
+    preparers = {}
     for p in parsers or default_parsers():
+        if p.prepare is not None:
+            preparers[p.parse] = p.prepare
         if p.artifacts:
             for a in p.artifacts:
                 artifacts.setdefault(a, []).append(p.parse)
@@ -62,4 +66,4 @@ def dispatch_tables(parsers=None):
         fns.extend(every_artifact)
     if every_artifact:
         artifacts[None] = every_artifact
-    return events, artifacts, finishers
+    return events, artifacts, finishers, preparers

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from compilewatch.core.heap import release_freed
 from compilewatch.ingest import PARSER_VERSION
 from compilewatch.ingest.records import EVENT_TABLES
 from compilewatch.ingest.staging import StagedValuesCoerced, StagingSink
@@ -37,6 +38,7 @@ def store_file(store, sink: StagingSink, f: FileRow, run: dict | None = None) ->
     written. The file's claim (store.claim_file: the embedded store's writer lock, DuckLake's
     claims) makes "is it stored already?" and the write one step, so two processes or hosts never
     store one file twice; the rows are written here, in the transactions the claim hands out."""
+    release_freed()   # what the parse freed, not held under the DuckDB load (core/heap.py)
     if f.file_id is not None:   # a stored file parsed again: its rows are replaced
         _in_transactions(store.transactions, lambda con: _write(con, sink, f, f.file_id, True, run))
         return None

@@ -138,10 +138,15 @@ def cut(path: Path, size: int, range_bytes: int | None = None, scan: int | None 
     `scan` bytes (default SCAN_BYTES)."""
     range_bytes, scan = range_bytes or RANGE_BYTES, scan or SCAN_BYTES
     starts = [0]
+    place = 0
     with open(path, "rb") as f:
-        # the first ranges are smaller: the parser waits for the first one, so it should come soon
-        place = range_bytes // 4
-        while place < size - range_bytes // 2:
+        while True:
+            # the first two ranges are a quarter and a half of the others: the parser waits for the
+            # first one, so it should come soon
+            n = len(starts)
+            place = max(place + (range_bytes >> (3 - n) if n < 3 else range_bytes), starts[-1] + 1)
+            if place >= size - range_bytes // 2:
+                break
             f.seek(place)
             window = f.read(scan)
             at = window.find(b"\n") + 1
@@ -149,8 +154,6 @@ def cut(path: Path, size: int, range_bytes: int | None = None, scan: int | None 
                 at = window.find(b"\n", at) + 1
             if at and at < len(window):
                 starts.append(place + at)
-            step = range_bytes if len(starts) > 2 else range_bytes // (4 if len(starts) == 2 else 2)
-            place = max(place + step, starts[-1] + 1)
     ends = starts[1:] + [size]
     return [Range(i, s, e) for i, (s, e) in enumerate(zip(starts, ends))]
 

@@ -166,7 +166,8 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
     TORCH_LOGS text file is parsed in up to that many processes
     (ingest/text_ranges.py), a large plain TORCH_TRACE file read by that many
     (ingest/trace_ranges.py), with the same rows."""
-    if ranges > 1 and kind == detect.TORCH_LOGS and unit.events and not (sniffed and sniffed.gzipped):
+    split = ranges > 1 and unit.events and not (sniffed and sniffed.gzipped)
+    if split and kind == detect.TORCH_LOGS:
         from compilewatch.ingest.staging import StagingSink
         from compilewatch.ingest.text_ranges import parse_in_ranges
         # the ranges are put back together as staged batches; any other sink (summarize's) is then
@@ -184,16 +185,13 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
                 on_bytes(unit.path.stat().st_size)
             return parsed
     tally = Tally(sink)
-    if ranges > 1 and kind == detect.TORCH_TRACE and unit.events and not (sniffed and sniffed.gzipped):
+    if split and kind == detect.TORCH_TRACE:
         from compilewatch.ingest.trace_ranges import parse_in_ranges as trace_in_ranges
         try:
             if trace_in_ranges(tally, unit.path, ranges, getattr(sink, "dir", None), on_bytes, stop) is not None:
                 return tally.checked(kind)
-        except OSError as e:
-            tally.error(0, "truncated", f"the file could not be read to its end: {e}", "")
-            return tally.checked(kind)
-        except Exception as e:  # a parser bug must not lose the rest of the file
-            tally.error(0, "internal", f"parser failed: {type(e).__name__}: {e}", "")
+        except Exception as e:
+            _read_failed(tally, e)
             return tally.checked(kind)
     if not unit.events:
         if kind == detect.TORCH_LOGS:
@@ -211,11 +209,18 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
             why = detect.damage(stream)
             if why:  # a gzip cut short or damaged: what decoded before it is kept
                 tally.error(0, "truncated", why, "")
-        except (EOFError, OSError) as e:
-            tally.error(0, "truncated", f"the file could not be read to its end: {e}", "")
-        except Exception as e:  # a parser bug must not lose the rest of the file
-            tally.error(0, "internal", f"parser failed: {type(e).__name__}: {e}", "")
+        except Exception as e:
+            _read_failed(tally, e)
     return tally.checked(kind)
+
+
+def _read_failed(tally: Tally, e: Exception) -> None:
+    """A read that stopped early is one error of the file; the rows read before it are kept (a
+    parser bug must not lose the rest of the file either)."""
+    if isinstance(e, (EOFError, OSError)):
+        tally.error(0, "truncated", f"the file could not be read to its end: {e}", "")
+    else:
+        tally.error(0, "internal", f"parser failed: {type(e).__name__}: {e}", "")
 
 
 class _RowsOnly:

@@ -36,7 +36,7 @@ from compilewatch.ingest.parsing import FileSlice
 from compilewatch.ingest.trace import TraceParser
 from compilewatch.ingest.trace.compressor import compress
 from compilewatch.ingest.trace.envelope import Envelope, EnvelopeReader, TraceStats
-from compilewatch.ingest.trace.parsers import dispatch_tables
+from compilewatch.ingest.trace.parsers import dispatch_tables, parsers_for
 from compilewatch.ingest.trace.parsers.artifacts import STORERS
 
 # A file smaller than two of these is read in one piece: a process costs more than it saves.
@@ -115,9 +115,7 @@ def read_range(path: Path, rng: Range, spool_dir: Path) -> Range:
         def keep(env) -> None:
             data = env.payload_bytes
             if data is not None:
-                fns = events.get(env.name)
-                if fns is None and env.name == "artifact":
-                    fns = artifacts.get(env.artifact_name) or artifacts.get(None)
+                fns = parsers_for(events, artifacts, env)
                 if fns:
                     _prepare(env, data, fns, preparers)
             spool.envelope(env)
@@ -178,15 +176,7 @@ def _replay(parser: TraceParser, rng: Range, line_offset: int) -> None:
                 env.prepared = prepared
                 dispatch(env)
     rng.spool.unlink(missing_ok=True)
-    stats = parser.stats
-    part = rng.stats
-    stats.lines += part.lines
-    stats.envelopes += part.envelopes
-    stats.payloads += part.payloads
-    stats.blank_lines += part.blank_lines
-    stats.events.update(part.events)
-    stats.unknown_events.update(part.unknown_events)
-    stats.unknown_keys.update(part.unknown_keys)
+    parser.stats.add(rng.stats)
 
 
 def parse_in_ranges(sink, path: Path, workers: int, spool_dir: Path | None = None, on_bytes=None,
@@ -223,9 +213,12 @@ def parse_in_ranges(sink, path: Path, workers: int, spool_dir: Path | None = Non
                             futures[j] = pool.submit(read_range, path, ranges[j], spool_dir)
                         except RuntimeError:   # the pool broke (a worker died): read the rest here
                             futures[j] = None
+                future = futures.pop(i)
                 try:
-                    done = futures.pop(i).result()
-                except Exception:   # the worker died (out of memory, killed): read its range here
+                    done = future.result() if future is not None else None
+                except Exception:   # the worker died (out of memory, killed)
+                    done = None
+                if done is None:    # no worker read it: read it here
                     done = read_range(path, rng, spool_dir)
                 _replay(parser, done, line_offset)
                 line_offset += done.lines
@@ -236,7 +229,6 @@ def parse_in_ranges(sink, path: Path, workers: int, spool_dir: Path | None = Non
                         if f is not None:
                             f.cancel()
                     break
-        parser.ctx.compressor.flush()
         return parser.close()
     finally:
         parser.ctx.compressor.flush()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from compilewatch.ingest.trace.context import TraceContext
 from compilewatch.ingest.trace.envelope import EnvelopeReader, TraceStats
-from compilewatch.ingest.trace.parsers import default_parsers, dispatch_tables
+from compilewatch.ingest.trace.parsers import default_parsers, dispatch_tables, parsers_for
 
 __all__ = ["parse_trace", "TraceParser", "default_parsers"]
 
@@ -26,16 +26,9 @@ class TraceParser:
         for env in self.reader.envelopes(stream):
             self.dispatch(env)
 
-    def parsers_for(self, env) -> list | None:
-        """The parse functions `env` goes to, in order; None when no parser wants it."""
-        fns = self._events.get(env.name)
-        if fns is None and env.name == "artifact":
-            fns = self._artifacts.get(env.artifact_name) or self._artifacts.get(None)
-        return fns
-
     def dispatch(self, env) -> None:
         """Hand one envelope, read here or by another process (ingest/trace_ranges.py), to its parsers."""
-        fns = self.parsers_for(env)
+        fns = parsers_for(self._events, self._artifacts, env)
         if fns is not None:
             self._run(fns, env)
 

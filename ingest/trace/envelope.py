@@ -156,6 +156,16 @@ class TraceStats:
         self.unknown_keys: Counter = Counter()
         self.blank_lines = 0
 
+    def add(self, other: "TraceStats") -> None:
+        """Count in what another reader saw (a range of the same file, ingest/trace_ranges.py)."""
+        self.lines += other.lines
+        self.envelopes += other.envelopes
+        self.payloads += other.payloads
+        self.blank_lines += other.blank_lines
+        self.events.update(other.events)
+        self.unknown_events.update(other.unknown_events)
+        self.unknown_keys.update(other.unknown_keys)
+
     def as_dict(self) -> dict:
         return {
             "lines": self.lines,

@@ -67,3 +67,12 @@ def dispatch_tables(parsers=None):
     if every_artifact:
         artifacts[None] = every_artifact
     return events, artifacts, finishers, preparers
+
+
+def parsers_for(events: dict, artifacts: dict, env) -> list | None:
+    """The parse functions `env` goes to in the tables of dispatch_tables, in order; None when no
+    parser wants it."""
+    fns = events.get(env.name)
+    if fns is None and env.name == "artifact":
+        fns = artifacts.get(env.artifact_name) or artifacts.get(None)
+    return fns

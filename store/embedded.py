@@ -85,34 +85,71 @@ class EmbeddedStore:
         return store
 
     def migrate(self) -> list[str]:
+        if not self.db_path.exists():
+            return self._create()
         applied = []
         # Cheap check under a shared lock first: the dashboard opens the store on every rerun.
-        if self.db_path.exists():
-            with self.read() as con:
-                done = applied_migrations(con)
-                check_not_newer(done, str(self.db_path))
-                if set(done) >= {n for n, _ in migrations()}:
-                    return applied
+        with self.read() as con:
+            done = applied_migrations(con)
+            check_not_newer(done, str(self.db_path))
+            if set(done) >= {n for n, _ in migrations()}:
+                return applied
         with self.write() as con:
-            con.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR PRIMARY KEY, "
-                        "applied_at TIMESTAMP DEFAULT current_timestamp)")
-            done = set(applied_migrations(con))
-            con.execute(f"SET memory_limit = '{MIGRATION_MEMORY}'")
-            for name, sql in migrations():
-                if name in done:
-                    continue
-                # Each migration commits together with its record, or not at all.
-                con.execute("BEGIN")
-                try:
-                    con.execute(sql)
-                    after_migration(con, name)   # backfill what the migration added, same transaction
-                    con.execute("INSERT INTO _migrations (name) VALUES (?)", [name])
-                    con.execute("COMMIT")
-                except duckdb.Error as e:
-                    con.execute("ROLLBACK")
-                    raise StoreError(f"migration {name} failed: {e}", migration_hint(e))
-                applied.append(name)
-            con.execute(f"SET memory_limit = '{WRITER_MEMORY}'")
+            applied = self._apply_migrations(con)
+        return applied
+
+    def _create(self) -> list[str]:
+        """A new database is built under another name and renamed into place once every migration
+        is in and checkpointed, so a process killed while creating it leaves no database rather
+        than a half-made one. A half-made one could not be opened again: its write-ahead log holds
+        ALTER TABLE runs ADD COLUMN, and DuckDB cannot replay that for a table with a function as a
+        column default (runs.ingested_at DEFAULT current_timestamp): "Failure while replaying WAL
+        file ... GetDefaultDatabase with no default database set", read-only or read-write."""
+        with self._flock(True, lock_timeout()):
+            if self.db_path.exists():          # another process created it while we waited
+                return []
+            building = self.db_path.with_name(self.db_path.name + ".creating")
+            wal = building.with_name(building.name + ".wal")
+            for left in (building, wal):       # from a creator killed before; the lock says it is gone
+                left.unlink(missing_ok=True)
+            con = duckdb.connect(str(building), config=WRITER_CONFIG)
+            try:
+                applied = self._apply_migrations(con)
+            finally:
+                con.close()
+            if wal.exists():
+                raise StoreError(f"creating {self.db_path} left a write-ahead log behind",
+                                 "remove the .creating files beside it and run the command again")
+            os.replace(building, self.db_path)
+        self._bump_version()
+        return applied
+
+    def _apply_migrations(self, con) -> list[str]:
+        """Every pending migration, each committed with its record, then a checkpoint: that folds
+        them into the database file at once rather than leaving ALTER TABLEs in the write-ahead log,
+        where a kill before the next checkpoint would make them unreplayable (see _create)."""
+        applied = []
+        con.execute("CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR PRIMARY KEY, "
+                    "applied_at TIMESTAMP DEFAULT current_timestamp)")
+        done = set(applied_migrations(con))
+        con.execute(f"SET memory_limit = '{MIGRATION_MEMORY}'")
+        for name, sql in migrations():
+            if name in done:
+                continue
+            # Each migration commits together with its record, or not at all.
+            con.execute("BEGIN")
+            try:
+                con.execute(sql)
+                after_migration(con, name)   # backfill what the migration added, same transaction
+                con.execute("INSERT INTO _migrations (name) VALUES (?)", [name])
+                con.execute("COMMIT")
+            except duckdb.Error as e:
+                con.execute("ROLLBACK")
+                raise StoreError(f"migration {name} failed: {e}", migration_hint(e))
+            applied.append(name)
+        if applied:
+            con.execute("CHECKPOINT")
+        con.execute(f"SET memory_limit = '{WRITER_MEMORY}'")
         return applied
 
     # -- locking -------------------------------------------------------------------------------
@@ -150,6 +187,15 @@ class EmbeddedStore:
                 if "lock" not in str(e).lower() or time.monotonic() > deadline:
                     raise StoreError(f"cannot open {self.db_path}: {e}", "close other programs using this database file")
                 time.sleep(0.1)
+            except duckdb.InternalException as e:
+                if "replaying WAL" not in str(e):
+                    raise
+                wal = self.db_path.with_name(self.db_path.name + ".wal")
+                raise StoreError(f"cannot open {self.db_path}: DuckDB cannot replay its write-ahead log "
+                                 f"({str(e).splitlines()[0]})",
+                                 f"the log holds the last writes before a crash; moving {wal.name} aside opens "
+                                 "the store without them, and ingesting the same logs again stores them "
+                                 "again") from None
 
     @contextmanager
     def read(self, timeout: float | None = None):

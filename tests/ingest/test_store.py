@@ -129,3 +129,57 @@ def test_a_failed_query_inside_held_reads_drops_the_connection(store):
         with store.read() as fresh:
             assert fresh is not con
             assert fresh.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+_DIE_AFTER = """
+import os, sys
+import compilewatch.store.embedded as embedded
+from compilewatch.store import open_store
+real = embedded.after_migration
+def after_migration(con, name):
+    real(con, name)
+    if name == sys.argv[2]:
+        con.execute("INSERT INTO _migrations (name) VALUES (?)", [name])
+        con.execute("COMMIT")
+        os._exit(9)            # as kill -9 would: no close, no checkpoint
+embedded.after_migration = after_migration
+open_store(sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("last", ["002_run_metrics.sql", "004_uploaded_by.sql", "014_month_rollups.sql"])
+def test_a_store_whose_creation_was_killed_after_a_migration_opens_and_is_complete(tmp_path, last):
+    """Killed right after a migration that altered `runs` committed, before any checkpoint. The old
+    way (migrations applied in place) left a write-ahead log DuckDB cannot replay, and the store could
+    never be opened again, not even read-only."""
+    import subprocess
+    import sys
+    db = tmp_path / "new" / "cw.duckdb"
+    done = subprocess.run([sys.executable, "-c", _DIE_AFTER, str(db), last], capture_output=True, text=True)
+    assert done.returncode == 9, done.stderr
+    assert not db.exists()                       # nothing half made under the store's name
+    store = open_store(db)
+    with store.read() as con:
+        names = [r[0] for r in con.execute("SELECT name FROM _migrations ORDER BY name").fetchall()]
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    assert names == [n for n, _ in migrations()]
+    assert not list(db.parent.glob("*.creating*"))
+
+
+def test_a_write_ahead_log_duckdb_cannot_replay_is_a_store_error_that_says_what_to_move(tmp_path):
+    """A store left by a kill between an ALTER TABLE's commit and its checkpoint (how older versions
+    migrated in place): a StoreError naming the log, not DuckDB's internal error."""
+    import duckdb
+    db = tmp_path / "old" / "cw.duckdb"
+    db.parent.mkdir()
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE t (a INTEGER, made TIMESTAMP DEFAULT current_timestamp)")
+    con.execute("CHECKPOINT")
+    con.execute("PRAGMA disable_checkpoint_on_shutdown")
+    con.execute("ALTER TABLE t ADD COLUMN b INTEGER")
+    con.close()
+    assert db.with_name("cw.duckdb.wal").exists()
+    with pytest.raises(StoreError) as e:
+        with EmbeddedStore(db).read():
+            pass
+    assert "write-ahead log" in str(e.value) and "cw.duckdb.wal" in e.value.hint

@@ -31,6 +31,17 @@ class StoreError(CompileWatchError):
     """The DuckDB store cannot be opened, migrated or written."""
 
 
+class StoreCorruptError(StoreError):
+    """DuckDB refuses the database file: a block's checksum does not match its content. `torn` is
+    the block (store/torn_block.TornBlock) when DuckDB said which one."""
+
+    hint = "restore the database file from a backup, or ingest the logs again into a new store"
+
+    def __init__(self, title: str, hint: str | None = None, torn=None):
+        super().__init__(title, hint)
+        self.torn = torn
+
+
 class StoreBusyError(StoreError):
     hint = "another process is writing; it retries automatically, or try again in a moment"
 

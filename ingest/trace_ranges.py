@@ -90,10 +90,11 @@ def _prepare(env, data: bytes, fns: list, preparers: dict) -> None:
     (artifacts.STORERS) always, one parser's prepare() when it is the only reader; the payload's
     bytes then travel only when a reader still needs them."""
     readers = [fn for fn in fns if fn not in STORERS]
+    env.payload_size = len(data)
     if len(readers) < len(fns):
         # compressed here even when a reader needs the bytes too ("artifact" envelopes: 23 of the
         # 111 MB trace's payload MB, which this process compressed itself before)
-        env.payload_z, env.payload_size = compress(data), len(data)
+        env.payload_z = compress(data)
     if readers:
         prepare = preparers.get(readers[0]) if len(readers) == 1 else None
         if prepare is None:
@@ -101,7 +102,7 @@ def _prepare(env, data: bytes, fns: list, preparers: dict) -> None:
         env.prepared = prepare(env)
         if env.prepared is None:
             return
-    env.payload_size, env.payload_bytes = len(data), None
+    env.payload_bytes = None
 
 
 def read_range(path: Path, rng: Range, spool_dir: Path) -> Range:

@@ -66,6 +66,7 @@ class EmbeddedStore:
         self.tmp_root = self.folder / "tmp"
         self.lock_path = self.db_path.with_name(self.db_path.name + ".lock")
         self.version_path = self.db_path.with_name(self.db_path.name + ".version")
+        self.wal_path = self.db_path.with_name(self.db_path.name + ".wal")   # DuckDB's write-ahead log
         self._held = threading.local()   # reads_held: this thread's kept connection
 
     @property
@@ -232,11 +233,10 @@ class EmbeddedStore:
             except duckdb.InternalException as e:
                 if "replaying WAL" not in str(e):
                     raise
-                wal = self.db_path.with_name(self.db_path.name + ".wal")
                 raise StoreError(f"cannot open {self.db_path}: DuckDB cannot replay its write-ahead log "
                                  f"({str(e).splitlines()[0]})",
-                                 f"the log holds the last writes before a crash; moving {wal.name} aside opens "
-                                 "the store without them, and ingesting the same logs again stores them "
+                                 f"the log holds the last writes before a crash; moving {self.wal_path.name} aside "
+                                 "opens the store without them, and ingesting the same logs again stores them "
                                  "again") from None
 
     @contextmanager
@@ -327,7 +327,7 @@ class EmbeddedStore:
 
     def size_on_disk(self) -> dict:
         db = self.db_path.stat().st_size if self.db_path.exists() else 0
-        wal = self.db_path.with_name(self.db_path.name + ".wal")
+        wal = self.wal_path
         return {"database_bytes": db + (wal.stat().st_size if wal.exists() else 0),
                 "raw_bytes": folder_bytes(self.raw_dir)}
 

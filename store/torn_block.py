@@ -75,9 +75,10 @@ def repair(db_path: Path, torn: TornBlock) -> Path | None:
     when no block size reproduces DuckDB's computed checksum (then the damage is something else and
     the file is left as it is). The caller holds the store's exclusive lock."""
     with open(db_path, "r+b") as f:
+        f.seek(torn.location)
+        largest = f.read(max(BLOCK_SIZES))
         for size in BLOCK_SIZES:
-            f.seek(torn.location)
-            block = f.read(size)
+            block = largest[:size]
             if len(block) != size:
                 continue
             stored = struct.unpack_from("<Q", block)[0]

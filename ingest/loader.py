@@ -56,24 +56,41 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
                        uploaded_by=uploaded_by)
         if workers > 1 and len(units) > 1:
             from compilewatch.ingest.workers import ingest_in_workers
-            report.files.extend(ingest_in_workers(store, units, sizes, tmp_root, min(workers, len(units)),
-                                                  run_id=run_id, options=options, progress=progress))
+            with store.writes_held():
+                report.files.extend(ingest_in_workers(store, units, sizes, tmp_root, min(workers, len(units)),
+                                                      run_id=run_id, options=options, progress=progress))
         else:
-            total, done = sum(sizes), 0
-            for unit, size in zip(units, sizes):
-                def on_bytes(b, _done=done, _name=unit.name, _size=size):
-                    progress(_done + min(b, _size), total, _name)
-                if progress:
-                    progress(done, total, unit.name)
-                # with cores to spare and files one at a time, a large text log is parsed in ranges
-                report.files.append(ingest_unit(store, unit, on_bytes=on_bytes if progress else None,
-                                                run_id=run_id, ranges=workers, **options))
-                done += size
+            report.files.extend(_ingest_in_turn(store, units, sizes, workers, run_id, options, progress))
         if progress:
             progress(sum(sizes), sum(sizes), "")
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
     return report
+
+
+# A file at least this large is parsed with the writer lock let go (store.writes_held): readers
+# would otherwise wait for its whole parse (~0.3 s for 16 MB of text here).
+HOLD_PARSE_BYTES = 16 << 20
+
+
+def _ingest_in_turn(store, units, sizes, workers, run_id, options, progress) -> list[FileResult]:
+    """Files one at a time, each parsed here (a large text log or trace in ranges) then stored; the
+    writer connection is kept from one file to the next (store.writes_held)."""
+    results = []
+    total, done = sum(sizes), 0
+    with store.writes_held():
+        for unit, size in zip(units, sizes):
+            def on_bytes(b, _done=done, _name=unit.name, _size=size):
+                progress(_done + min(b, _size), total, _name)
+            if progress:
+                progress(done, total, unit.name)
+            if size >= HOLD_PARSE_BYTES:
+                store.release_writes()
+            # with cores to spare and files one at a time, a large text log is parsed in ranges
+            results.append(ingest_unit(store, unit, on_bytes=on_bytes if progress else None,
+                                       run_id=run_id, ranges=workers, **options))
+            done += size
+    return results
 
 
 def _size(path: Path) -> int:

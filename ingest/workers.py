@@ -15,6 +15,7 @@ import multiprocessing
 import os
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as NotYet
 from pathlib import Path
 from typing import Callable
 
@@ -24,6 +25,9 @@ from compilewatch.ingest.loader import Staged, commit_staged, parse_and_stage
 from compilewatch.ingest.results import FAILED, FileResult, unreadable
 from compilewatch.ingest.units import Unit, resolve_kind
 
+# How long the writer waits for the next parsed file while keeping the writer lock; past it, the
+# lock is let go for the rest of the wait (a large file is still being parsed).
+WAIT_HOLDING_S = 0.25
 AHEAD_PER_WORKER = 2   # files parsed ahead of the writer per worker: enough to keep every core busy
 
 
@@ -70,7 +74,11 @@ def ingest_in_workers(store, units: list[Unit], sizes: list[int], tmp_dir: Path,
                 submit()
                 if progress:
                     progress(done, total, unit.name)
-                staged = fut.result()
+                try:
+                    staged = fut.result(timeout=WAIT_HOLDING_S)
+                except NotYet:
+                    store.release_writes()   # readers should not wait for a parse (store.writes_held)
+                    staged = fut.result()
                 results.append(staged if isinstance(staged, FileResult)
                                else commit_staged(store, staged, **options))
                 done += size

@@ -338,6 +338,14 @@ class LakeStore:
         with self._cursor() as cur:
             yield cur
 
+    def writes_held(self):
+        """Nothing to hold: every write is a cursor of the one process-wide connection already, and
+        hosts coordinate through claims, not a lock (see EmbeddedStore.writes_held)."""
+        return nullcontext()
+
+    def release_writes(self) -> None:
+        pass
+
     def transactions(self, bump_version: bool = True):
         """Attempts at one DuckLake transaction (store.files.transactions), each on a cursor of its
         own: one whose commit conflicts with another host's is rolled back and run again. Every

@@ -3,9 +3,11 @@ stored exactly once, and the same file raced by several of them is stored once, 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -39,3 +41,57 @@ def test_racing_ingests_store_each_file_once(tmp_path):
     assert sum(int(t[0]) for t in totals) == len(files)
     assert sum(int(t[1]) for t in totals) == 2 * len(files)
     assert all(t[2] == "0" for t in totals)
+
+
+def test_readers_get_in_while_a_folder_ingest_keeps_its_writer(tmp_path):
+    """A folder ingest keeps one writer connection, and the writer lock, from one file to the next
+    (EmbeddedStore.writes_held), but lets it go every HOLD_SECONDS: a reader in another process
+    waits about that long, never for the whole ingest, and sees the files stored so far."""
+    from compilewatch.store.embedded import HOLD_SECONDS, EmbeddedStore
+
+    db = tmp_path / "store" / "cw.duckdb"
+    folder = REPO / "sample_logs" / "cpu-torch2.13"
+    EmbeddedStore.open(db)   # created before the race: only the ingest's writes are timed
+    proc = subprocess.Popen([sys.executable, "-m", "compilewatch", "ingest", "--quiet", "--workers", "1",
+                             "--db", str(db), str(folder)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    store = EmbeddedStore(db)
+    seen, waits = [], []
+    try:
+        while proc.poll() is None:
+            t0 = time.monotonic()
+            with store.read(timeout=HOLD_SECONDS + 60) as con:
+                waits.append(time.monotonic() - t0)
+                seen.append(con.execute("SELECT count(*) FROM files").fetchall()[0][0])
+            time.sleep(0.05)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    with store.read() as con:
+        total = con.execute("SELECT count(*) FROM files").fetchall()[0][0]
+    assert total > 10
+    # readers got in between files, not only before and after the whole ingest
+    assert any(0 < n < total for n in seen), seen
+    assert seen == sorted(seen)
+    # a wait is one hold plus the write under way (a few seconds on a loaded CI machine), far below the
+    # ingest's own length
+    assert max(waits) < HOLD_SECONDS + 10, waits
+
+
+def test_a_copy_in_the_same_folder_is_found_while_the_writer_is_held(tmp_path):
+    """The duplicate lookup runs in a thread of its own beside the parse; while this process holds the
+    writer lock across files, it reads through the held connection instead of waiting for a shared
+    lock that our own writer holds (a lock timeout of 5 s would fail the ingest)."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name in ("a.log", "b.log", "c.log"):
+        (folder / name).write_bytes(TEXTS[0].read_bytes())
+    (folder / "other.log").write_bytes(TEXTS[1].read_bytes())
+    db = tmp_path / "store" / "cw.duckdb"
+    env = {**os.environ, "COMPILEWATCH_LOCK_TIMEOUT": "5"}
+    p = subprocess.run([sys.executable, "-m", "compilewatch", "ingest", "--quiet", "--workers", "1", "--db", str(db),
+                        str(folder)], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"^2 stored, 2 duplicate, 0 failed", p.stdout, re.M), p.stdout

@@ -50,6 +50,11 @@ MIGRATION_MEMORY = "1GB"
 # How long `writes_held` keeps the writer lock across files before letting waiting readers in (a
 # dashboard page waits at most about this, plus one file's write).
 HOLD_SECONDS = 2.0
+# A process waiting for the lock tries again at least this often; after a hold, the writer leaves
+# the lock free for longer than that before taking it again, so every waiting reader gets its turn
+# (a writer that took it back at once would starve them: flock has no queue).
+LOCK_POLL_S = 0.05
+READERS_TURN_S = 2 * LOCK_POLL_S
 # Torn blocks mended at one open before giving up: one kill tears at most the block being written.
 MOST_TORN_BLOCKS = 4
 
@@ -76,6 +81,7 @@ class EmbeddedStore:
         self._writes_held = 0
         self._writer: tuple | None = None
         self._writer_mutex = threading.RLock()
+        self._released_at = 0.0   # when a hold last ran out (READERS_TURN_S)
 
     @property
     def tmp_dir(self) -> Path:
@@ -216,7 +222,7 @@ class EmbeddedStore:
                     if time.monotonic() > deadline:
                         raise StoreBusyError(f"{self.db_path.name} stayed locked for {timeout:.0f} s")
                     time.sleep(delay)
-                    delay = min(delay * 2, 0.2)
+                    delay = min(delay * 2, LOCK_POLL_S)
             yield
         finally:
             os.close(fd)  # closing releases the flock
@@ -322,6 +328,9 @@ class EmbeddedStore:
         if self._writes_held:
             with self._writer_mutex:
                 if self._writer is None:
+                    wait = self._released_at + READERS_TURN_S - time.monotonic()
+                    if wait > 0:
+                        time.sleep(wait)
                     stack = ExitStack()
                     try:
                         stack.enter_context(self._flock(True, timeout))
@@ -338,6 +347,7 @@ class EmbeddedStore:
                     self._bump_version()
                 if self._writer is not None and time.monotonic() - self._writer[2] > HOLD_SECONDS:
                     self.release_writes()
+                    self._released_at = time.monotonic()
             return
         with self._flock(True, timeout):
             con = self._connect(False, timeout)

@@ -81,7 +81,7 @@ class EmbeddedStore:
         self._writes_held = 0
         self._writer: tuple | None = None
         self._writer_mutex = threading.RLock()
-        self._released_at = 0.0   # when a hold last ran out (READERS_TURN_S)
+        self._released_at = 0.0   # when the held writer last let the lock go (READERS_TURN_S)
 
     @property
     def tmp_dir(self) -> Path:
@@ -347,7 +347,6 @@ class EmbeddedStore:
                     self._bump_version()
                 if self._writer is not None and time.monotonic() - self._writer[2] > HOLD_SECONDS:
                     self.release_writes()
-                    self._released_at = time.monotonic()
             return
         with self._flock(True, timeout):
             con = self._connect(False, timeout)
@@ -389,6 +388,7 @@ class EmbeddedStore:
                 con.close()
             finally:
                 stack.close()
+                self._released_at = time.monotonic()
 
     # -- versions and raw files ------------------------------------------------------------------
     def _bump_version(self) -> None:

@@ -2,7 +2,8 @@
 
 This is the only place that writes a parsed file into the store, for ingest and reingest alike:
 a reader sees all of a file or none of it, a crash mid-file leaves nothing (DuckDB rolls back on
-reopen), and anything kept per run can be refreshed here, inside the same transaction.
+reopen), and what is derived per run is refreshed here, inside the same transaction, or marked for
+the store to refresh once for all of the run's files (FileClaim.refresh_later).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from compilewatch.core.heap import release_freed
 from compilewatch.ingest import PARSER_VERSION
 from compilewatch.ingest.records import EVENT_TABLES
 from compilewatch.ingest.staging import StagedValuesCoerced, StagingSink
-from compilewatch.store.derived import refresh_run
+from compilewatch.store.derived import mark_stale, refresh_run
 
 
 @dataclass
@@ -45,7 +46,8 @@ def store_file(store, sink: StagingSink, f: FileRow, run: dict | None = None) ->
     with store.claim_file(f.sha256, f.run_id, f.bundled) as claim:
         if claim.stored_under is not None:
             return claim.stored_under
-        _in_transactions(claim.transactions, lambda con: _write(con, sink, f, claim.file_id, claim.run_exists, run))
+        _in_transactions(claim.transactions, lambda con: _write(con, sink, f, claim.file_id, claim.run_exists, run,
+                                                                claim.refresh_later))
     return None
 
 
@@ -63,8 +65,10 @@ def _in_transactions(transactions, write) -> None:
                 raise
 
 
-def _write(con, sink: StagingSink, f: FileRow, file_id: int, run_exists: bool, run: dict | None) -> None:
-    """One file's rows, files row, run and derived per-run facts, inside the caller's transaction."""
+def _write(con, sink: StagingSink, f: FileRow, file_id: int, run_exists: bool, run: dict | None,
+           refresh_later: bool = False) -> None:
+    """One file's rows, files row, run and derived per-run facts (or the marker that they lag),
+    inside the caller's transaction."""
     if f.file_id is not None:
         for t in (*EVENT_TABLES, "ingest_errors"):
             con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id]).fetchall()
@@ -80,7 +84,10 @@ def _write(con, sink: StagingSink, f: FileRow, file_id: int, run_exists: bool, r
     else:
         con.execute("UPDATE files SET parser_version = ?, records = ?, errors = ?, status = ? WHERE file_id = ?",
                     [PARSER_VERSION, f.records, f.errors, f.status, file_id]).fetchall()
-    refresh_run(con, f.run_id)   # what is derived per run (hardware, run_metrics), in this transaction
+    if refresh_later:   # the store refreshes the run once, after the last of its files it writes in a row
+        mark_stale(con, f.run_id)
+    else:               # what is derived per run (hardware, run_metrics, rollups), in this transaction
+        refresh_run(con, f.run_id)
 
 
 def run_fields(manifest, *, model, label, torch_version, started_at, path: Path, source: str,

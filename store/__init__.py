@@ -46,11 +46,13 @@ class FileClaim:
     ends: no other process or host stores the same content meanwhile. `stored_under` is the run
     that holds the content already (nothing is to be written); otherwise the caller writes the
     file's rows inside `transactions()` (see store.files.transactions) under `file_id`, creating
-    its run when `run_exists` is false."""
+    its run when `run_exists` is false. `refresh_later`: the run's derived facts are refreshed by
+    the store after the transaction (store.derived.mark_stale), not inside it."""
 
     stored_under: str | None = None
     file_id: int | None = None
     run_exists: bool = False
+    refresh_later: bool = False
     transactions: Callable[[], Iterator[AbstractContextManager]] = field(default=lambda: iter(()), repr=False)
 
 

@@ -1,10 +1,14 @@
 """Per-run facts derived from a run's stored rows: its hardware (store/hardware.py), its
 metrics (store/run_metrics.py), its rollups (store/rollups.py), the day rollups of its cell
-(store/day_rollups.py) and the month rollups of that cell's month (store/month_rollups.py). Refreshed inside the ingest transaction of each of the run's files, after a
-reingest, and for every stored run when the migration that added them is applied."""
+(store/day_rollups.py) and the month rollups of that cell's month (store/month_rollups.py).
+Refreshed inside the ingest transaction of each of the run's files, or, when the writer keeps its
+connection across files, once per run before it lets the lock go (mark_stale, refresh_stale); after
+a reingest; and for every stored run when the migration that added them is applied."""
 from __future__ import annotations
 
 from functools import partial
+
+import duckdb
 
 from compilewatch.store.day_rollups import TABLES as DAY_TABLES
 from compilewatch.store.day_rollups import refresh_day_rollups
@@ -38,6 +42,30 @@ def refresh_run(con, run_id: str) -> None:
     refresh_rollups(con, run_id)
     cells = refresh_day_rollups(con, run_id)   # after the per-run rollups it sums
     refresh_month_rollups(con, cells)          # after the day rollups it sums
+
+
+def mark_stale(con, run_id: str) -> None:
+    """Record, in the caller's transaction, that `run_id`'s derived facts lag its rows: what a
+    writer does per file instead of refresh_run when it refreshes once before letting its lock go
+    (EmbeddedStore.writes_held). The marker commits with the file's rows, so a writer killed before
+    the refresh leaves it for the next one (refresh_stale)."""
+    con.execute("INSERT OR IGNORE INTO stale_runs VALUES (?)", [run_id]).fetchall()
+
+
+def refresh_stale(con) -> int:
+    """Refresh every marked run and drop the markers, inside the caller's transaction; the number
+    of runs refreshed. A store that predates the markers' table has none."""
+    try:
+        # in the order they were marked (the table only grows between refreshes): the rollups' rows
+        # then lie in the order a refresh per file leaves them, which is what any_value() picks from
+        runs = [r for (r,) in con.execute("SELECT run_id FROM stale_runs ORDER BY rowid").fetchall()]
+    except duckdb.CatalogException:
+        return 0
+    for run_id in runs:
+        refresh_run(con, run_id)
+    if runs:
+        con.execute("DELETE FROM stale_runs").fetchall()
+    return len(runs)
 
 
 def refresh_all(con) -> None:

@@ -29,7 +29,7 @@ import duckdb
 from compilewatch.core import settings
 from compilewatch.core.errors import StoreBusyError, StoreCorruptError, StoreError
 from compilewatch.store import FileClaim, run_rows, scratch, torn_block
-from compilewatch.store.derived import after_migration
+from compilewatch.store.derived import after_migration, refresh_stale
 from compilewatch.store.files import (applied_migrations, check_not_newer, folder_bytes, held_reads, keep_raw,
                                       lock_timeout, migration_hint, migrations, quote, run_exists, stored_run,
                                       transactions)
@@ -82,6 +82,7 @@ class EmbeddedStore:
         self._writer: tuple | None = None
         self._writer_mutex = threading.RLock()
         self._released_at = 0.0   # when the held writer last let the lock go (READERS_TURN_S)
+        self._stale_pending = False   # the held writer marked runs whose derived facts it owes
 
     @property
     def tmp_dir(self) -> Path:
@@ -110,18 +111,21 @@ class EmbeddedStore:
         # Cheap check under a shared lock first: the dashboard opens the store on every rerun.
         try:
             with self.read() as con:
-                done = applied_migrations(con)
+                done, stale = applied_migrations(con), _has_stale(con)
         except StoreCorruptError as e:
             if e.torn is None:
                 raise
             self._mend_torn_blocks()
             with self.read() as con:
-                done = applied_migrations(con)
+                done, stale = applied_migrations(con), _has_stale(con)
         check_not_newer(done, str(self.db_path))
-        if set(done) >= {n for n, _ in migrations()}:
+        pending = not set(done) >= {n for n, _ in migrations()}
+        if not pending and not stale:
             return []
         with self.write() as con:
-            applied = self._apply_migrations(con)
+            applied = self._apply_migrations(con) if pending else []
+            # runs a writer marked and was killed before refreshing (store/derived.py mark_stale)
+            self._refresh_stale(con)
         return applied
 
     def _mend_torn_blocks(self) -> None:
@@ -341,7 +345,9 @@ class EmbeddedStore:
                 try:
                     yield self._writer[0]
                 except BaseException:
-                    self.release_writes()   # a unit of work that failed may leave the connection in any state
+                    # a unit of work that failed may leave the connection in any state: the runs it
+                    # marked stale are refreshed by the next writer or open (see migrate)
+                    self.release_writes(refresh=False)
                     raise
                 if bump_version:
                     self._bump_version()
@@ -377,18 +383,42 @@ class EmbeddedStore:
                 if not self._writes_held:
                     self.release_writes()
 
-    def release_writes(self) -> None:
-        """Close the held writer connection, if any, and let the writer lock go."""
+    def release_writes(self, refresh: bool = True) -> None:
+        """Refresh the derived facts of the runs the held writer connection marked stale (claim_file
+        hands it out with FileClaim.refresh_later), close it, and let the writer lock go: readers of
+        other processes, who get in only then, never see a run's facts lag its rows."""
         with self._writer_mutex:
             held, self._writer = self._writer, None
             if held is None:
                 return
             con, stack, _ = held
             try:
-                con.close()
+                if refresh and self._stale_pending and self._refresh_stale(con):
+                    self._bump_version()
             finally:
-                stack.close()
-                self._released_at = time.monotonic()
+                self._stale_pending = False
+                try:
+                    con.close()
+                finally:
+                    stack.close()
+                    self._released_at = time.monotonic()
+
+    def _refresh_stale(self, con) -> int:
+        """store.derived.refresh_stale in a transaction of its own. A failure is logged, not raised:
+        the markers stay and the next writer or open refreshes them, and the rows are stored."""
+        try:
+            con.execute("BEGIN")
+            try:
+                n = refresh_stale(con)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        except duckdb.Error as e:
+            log.warning("%s: derived facts of changed runs not refreshed (%s); the next write or open "
+                        "refreshes them", self.db_path, e)
+            return 0
+        return n
 
     # -- versions and raw files ------------------------------------------------------------------
     def _bump_version(self) -> None:
@@ -464,5 +494,16 @@ class EmbeddedStore:
             if found:
                 yield FileClaim(stored_under=found)
                 return
+            # on the held writer, the run's derived facts are refreshed once when it lets go
+            held = self._writer is not None and con is self._writer[0]
+            self._stale_pending |= held
             yield FileClaim(file_id=self.next_file_id(con), run_exists=run_exists(con, run_id),
-                            transactions=lambda: transactions(lambda: nullcontext(con)))
+                            transactions=lambda: transactions(lambda: nullcontext(con)), refresh_later=held)
+
+
+def _has_stale(con) -> bool:
+    """Whether runs are marked stale (store/derived.py); a store from before the markers has none."""
+    try:
+        return con.execute("SELECT EXISTS (SELECT 1 FROM stale_runs)").fetchall()[0][0]
+    except duckdb.CatalogException:
+        return False

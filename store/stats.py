@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from compilewatch.store.files import migrations
 
-SYSTEM_TABLES = {"_migrations"}
+SYSTEM_TABLES = {"_migrations", "stale_runs"}   # the store's bookkeeping, not data to copy
 
 
 def table_names(con) -> list[str]:

@@ -50,10 +50,11 @@ def test_readers_get_in_while_a_folder_ingest_keeps_its_writer(tmp_path):
     from compilewatch.store.embedded import HOLD_SECONDS, EmbeddedStore
 
     db = tmp_path / "store" / "cw.duckdb"
-    folder = REPO / "sample_logs" / "cpu-torch2.13"
+    # several holds' worth of writes (~6 s here): a hold of HOLD_SECONDS may not end inside a short ingest
+    folders = [REPO / "sample_logs" / name for name in ("cpu-torch2.13", "cpu-torch2.13-versions", "cpu-torch2.14.1")]
     EmbeddedStore.open(db)   # created before the race: only the ingest's writes are timed
     proc = subprocess.Popen([sys.executable, "-m", "compilewatch", "ingest", "--quiet", "--workers", "1",
-                             "--db", str(db), str(folder)], cwd=REPO, stdout=subprocess.PIPE,
+                             "--db", str(db), *map(str, folders)], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     store = EmbeddedStore(db)
     seen, waits = [], []
@@ -63,6 +64,8 @@ def test_readers_get_in_while_a_folder_ingest_keeps_its_writer(tmp_path):
             with store.read(timeout=HOLD_SECONDS + 60) as con:
                 waits.append(time.monotonic() - t0)
                 seen.append(con.execute("SELECT count(*) FROM files").fetchall()[0][0])
+                # the writer refreshes the runs it marked before it lets go (store/derived.py)
+                assert con.execute("SELECT count(*) FROM stale_runs").fetchall()[0][0] == 0
             time.sleep(0.05)
         out, err = proc.communicate(timeout=60)
     finally:

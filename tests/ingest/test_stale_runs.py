@@ -1,0 +1,96 @@
+"""A writer that keeps its connection across files refreshes each run's derived facts once, before
+it lets the lock go, instead of in every file's transaction (store/derived.py mark_stale,
+refresh_stale): the same facts, a fifth of the refreshes for a bundle of five files, and a marker
+that makes the next open refresh what a killed writer owed."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from compilewatch.ingest import commit
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import derived, open_store
+from compilewatch.store.embedded import EmbeddedStore
+from tests.ingest.test_rollups import assert_rollups_match
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLES = sorted((REPO / "sample_logs" / "cpu-torch2.13").glob("*.tar.gz"))[:3]
+DERIVED = ("run_metrics", "rollup_run_totals", "rollup_compile_time", "rollup_day_runs", "rollup_steps")
+
+
+def _rows(store, table: str) -> list:
+    with store.read() as con:
+        return sorted(map(repr, con.execute(f"SELECT * FROM {table}").fetchall()))
+
+
+def _derived_runs(store) -> set[str]:
+    with store.read() as con:
+        return {r for (r,) in con.execute("SELECT run_id FROM rollup_run_totals").fetchall()}
+
+
+def test_a_bundle_is_refreshed_once_per_run_not_once_per_file(tmp_path, monkeypatch):
+    refreshed = []
+    real = derived.refresh_run
+    counted = lambda con, run_id: (refreshed.append(run_id), real(con, run_id))  # noqa: E731
+    monkeypatch.setattr(derived, "refresh_run", counted)   # refresh_stale's
+    monkeypatch.setattr(commit, "refresh_run", counted)    # a file's own transaction's
+    store = open_store(tmp_path / "cw.duckdb")
+    report = ingest_paths(store, BUNDLES)
+    stored = [f for f in report.files if f.status == "stored"]
+    runs = {f.run_id for f in stored}
+    assert len(runs) == len(BUNDLES) and len(stored) >= 4 * len(runs)
+    # every run refreshed, each about once (a hold that ends between two files of a run refreshes it
+    # again at the next release), and far fewer times than files were stored
+    assert set(refreshed) == runs and len(refreshed) < len(stored) / 2, (len(refreshed), len(stored))
+    with store.read() as con:
+        assert con.execute("SELECT count(*) FROM stale_runs").fetchall()[0][0] == 0
+    assert _derived_runs(store) == runs
+    assert_rollups_match(store)
+    # the same facts as every run refreshed from scratch
+    before = {t: _rows(store, t) for t in ("run_metrics", "rollup_day_runs")}
+    with store.write() as con:
+        con.execute("BEGIN")
+        for run_id in runs:
+            real(con, run_id)
+        con.execute("COMMIT")
+    assert {t: _rows(store, t) for t in before} == before
+
+
+KILLED_WRITER = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from compilewatch.ingest.loader import ingest_paths
+    from compilewatch.store import open_store
+    store = open_store(sys.argv[1])
+    with store.writes_held():   # the hold outlives the ingest: its files are committed, the refresh owed
+        report = ingest_paths(store, [Path(p) for p in sys.argv[2:]])
+        assert report.ok, report
+        os._exit(0)             # killed before the writer lets go
+""")
+
+
+def test_the_runs_a_killed_writer_owed_are_refreshed_at_the_next_open(tmp_path):
+    db = tmp_path / "cw.duckdb"
+    p = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(db), *map(str, BUNDLES)], cwd=REPO,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    store = EmbeddedStore(db)
+    with store.read() as con:
+        marked = {r for (r,) in con.execute("SELECT run_id FROM stale_runs").fetchall()}
+        stored = {r for (r,) in con.execute("SELECT DISTINCT run_id FROM files").fetchall()}
+    assert marked == stored and len(stored) == len(BUNDLES)
+    assert not _derived_runs(store) & marked   # the rows are stored, their facts lag
+
+    store = open_store(db)   # what any command or the dashboard does first
+    with store.read() as con:
+        assert con.execute("SELECT count(*) FROM stale_runs").fetchall()[0][0] == 0
+    assert _derived_runs(store) == stored
+    assert_rollups_match(store)
+    # the same facts as a writer that was not killed
+    clean = open_store(tmp_path / "clean" / "cw.duckdb")
+    assert ingest_paths(clean, BUNDLES).ok
+    for table in DERIVED:
+        assert len(_rows(store, table)) == len(_rows(clean, table)), table
+    assert _rows(store, "run_metrics") == _rows(clean, "run_metrics")

@@ -49,7 +49,7 @@ def mark_stale(con, run_id: str) -> None:
     writer does per file instead of refresh_run when it refreshes once before letting its lock go
     (EmbeddedStore.writes_held). The marker commits with the file's rows, so a writer killed before
     the refresh leaves it for the next one (refresh_stale)."""
-    con.execute("INSERT OR IGNORE INTO stale_runs VALUES (?)", [run_id]).fetchall()
+    con.execute("INSERT INTO stale_runs VALUES (?)", [run_id]).fetchall()
 
 
 def refresh_stale(con) -> int:
@@ -58,7 +58,8 @@ def refresh_stale(con) -> int:
     try:
         # in the order they were marked (the table only grows between refreshes): the rollups' rows
         # then lie in the order a refresh per file leaves them, which is what any_value() picks from
-        runs = [r for (r,) in con.execute("SELECT run_id FROM stale_runs ORDER BY rowid").fetchall()]
+        runs = [r for (r,) in con.execute(
+            "SELECT run_id FROM stale_runs GROUP BY run_id ORDER BY min(rowid)").fetchall()]
     except duckdb.CatalogException:
         return 0
     for run_id in runs:

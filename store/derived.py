@@ -52,16 +52,21 @@ def mark_stale(con, run_id: str) -> None:
     con.execute("INSERT INTO stale_runs VALUES (?)", [run_id]).fetchall()
 
 
-def refresh_stale(con) -> int:
-    """Refresh every marked run and drop the markers, inside the caller's transaction; the number
-    of runs refreshed. A store that predates the markers' table has none."""
+def stale_runs(con) -> list[str]:
+    """The marked runs, each once, in the order they were marked (the table only grows between
+    refreshes); none in a store that predates the markers' table."""
     try:
-        # in the order they were marked (the table only grows between refreshes): the rollups' rows
-        # then lie in the order a refresh per file leaves them, which is what any_value() picks from
-        runs = [r for (r,) in con.execute(
+        return [r for (r,) in con.execute(
             "SELECT run_id FROM stale_runs GROUP BY run_id ORDER BY min(rowid)").fetchall()]
     except duckdb.CatalogException:
-        return 0
+        return []
+
+
+def refresh_stale(con) -> int:
+    """Refresh every marked run and drop the markers, inside the caller's transaction; the number
+    of runs refreshed. In the order they were marked: the rollups' rows then lie in the order a
+    refresh per file leaves them, which is what any_value() picks from."""
+    runs = stale_runs(con)
     for run_id in runs:
         refresh_run(con, run_id)
     if runs:

@@ -29,7 +29,7 @@ import duckdb
 from compilewatch.core import settings
 from compilewatch.core.errors import StoreBusyError, StoreCorruptError, StoreError
 from compilewatch.store import FileClaim, run_rows, scratch, torn_block
-from compilewatch.store.derived import after_migration, refresh_stale
+from compilewatch.store.derived import after_migration, refresh_stale, stale_runs
 from compilewatch.store.files import (applied_migrations, check_not_newer, folder_bytes, held_reads, keep_raw,
                                       lock_timeout, migration_hint, migrations, quote, run_exists, stored_run,
                                       transactions)
@@ -115,13 +115,13 @@ class EmbeddedStore:
         # Cheap check under a shared lock first: the dashboard opens the store on every rerun.
         try:
             with self.read() as con:
-                done, stale = applied_migrations(con), _has_stale(con)
+                done, stale = applied_migrations(con), stale_runs(con)
         except StoreCorruptError as e:
             if e.torn is None:
                 raise
             self._mend_torn_blocks()
             with self.read() as con:
-                done, stale = applied_migrations(con), _has_stale(con)
+                done, stale = applied_migrations(con), stale_runs(con)
         check_not_newer(done, str(self.db_path))
         pending = not set(done) >= {n for n, _ in migrations()}
         if not pending and not stale:
@@ -410,14 +410,11 @@ class EmbeddedStore:
     def _refresh_stale(self, con) -> int:
         """store.derived.refresh_stale in a transaction of its own. A failure is logged, not raised:
         the markers stay and the next writer or open refreshes them, and the rows are stored."""
+        n = 0
         try:
-            con.execute("BEGIN")
-            try:
-                n = refresh_stale(con)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+            for attempt in transactions(lambda: nullcontext(con)):
+                with attempt as c:
+                    n = refresh_stale(c)
         except duckdb.Error as e:
             log.warning("%s: derived facts of changed runs not refreshed (%s); the next write or open "
                         "refreshes them", self.db_path, e)
@@ -503,11 +500,3 @@ class EmbeddedStore:
             self._stale_pending |= held
             yield FileClaim(file_id=self.next_file_id(con), run_exists=run_exists(con, run_id),
                             transactions=lambda: transactions(lambda: nullcontext(con)), refresh_later=held)
-
-
-def _has_stale(con) -> bool:
-    """Whether runs are marked stale (store/derived.py); a store from before the markers has none."""
-    try:
-        return con.execute("SELECT EXISTS (SELECT 1 FROM stale_runs)").fetchall()[0][0]
-    except duckdb.CatalogException:
-        return False

@@ -65,6 +65,10 @@ MOST_TORN_BLOCKS = 4
 log = logging.getLogger(__name__)
 
 
+class _OwnWriterHeld(Exception):
+    """A flock wait given up: this process's held writer has the lock (EmbeddedStore._flock)."""
+
+
 class EmbeddedStore:
     """The embedded backend: one DuckDB file in a folder of its own (see the module docstring)."""
 
@@ -216,17 +220,24 @@ class EmbeddedStore:
 
     # -- locking -------------------------------------------------------------------------------
     @contextmanager
-    def _flock(self, exclusive: bool, timeout: float):
+    def _flock(self, exclusive: bool, timeout: float, deadline: float | None = None, give_way: bool = False):
+        """The store's flock, waited for until `deadline` (default: `timeout` from now). With
+        `give_way`, raises _OwnWriterHeld when, during the wait, another thread of this process
+        takes the held writer (writes_held): its lock is kept until that thread's next write or the
+        end of its block, which may wait on this very thread (an ingest's hashing thread waited
+        for it until the lock timeout), so read and write go through the held writer instead."""
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-            deadline = time.monotonic() + timeout
+            deadline = time.monotonic() + timeout if deadline is None else deadline
             delay = 0.005
             while True:
                 try:
                     fcntl.flock(fd, mode | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
+                    if give_way and self._writer is not None:
+                        raise _OwnWriterHeld() from None
                     if time.monotonic() > deadline:
                         raise StoreBusyError(f"{self.db_path.name} stayed locked for {timeout:.0f} s")
                     time.sleep(delay)
@@ -269,40 +280,53 @@ class EmbeddedStore:
         timeout = lock_timeout() if timeout is None else timeout
         if not self.db_path.exists():
             raise StoreError(f"no database at {self.db_path}", "run `compilewatch ingest PATH` or open the dashboard once to create it")
-        if self._writer is not None:
-            with self._writer_mutex:
-                if self._writer is not None:
-                    # this process holds the writer lock (writes_held): a shared flock would wait
-                    # for it; a cursor of the writer's connection sees every committed write
-                    cur = self._writer[0].cursor()
-                    try:
-                        yield cur
-                    finally:
-                        cur.close()
-                    return
-        held = self._held
-        if getattr(held, "depth", 0):
-            if getattr(held, "con", None) is None:
-                stack = ExitStack()
-                try:
-                    stack.enter_context(self._flock(False, timeout))
-                    held.con = self._connect(True, timeout)
-                except BaseException:
-                    stack.close()
-                    raise
-                held.stack = stack
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._writer is not None:
+                with self._writer_mutex:
+                    if self._writer is not None:
+                        # this process holds the writer lock (writes_held): a shared flock would wait
+                        # for it; a cursor of the writer's connection sees every committed write
+                        if self._stale_pending and getattr(self._held, "depth", 0):
+                            # a page render (reads_held) beside an upload sees no run whose facts lag
+                            # its rows either; an ingest's own lookups do not need them refreshed
+                            self._refresh_pending(self._writer[0])
+                        cur = self._writer[0].cursor()
+                        try:
+                            yield cur
+                        finally:
+                            cur.close()
+                        return
+            held = self._held
+            depth = getattr(held, "depth", 0)
+            if depth and getattr(held, "con", None) is not None:
+                break
+            stack = ExitStack()
             try:
-                yield held.con
+                stack.enter_context(self._flock(False, timeout, deadline, give_way=True))
+                con = self._connect(True, timeout)
+            except _OwnWriterHeld:
+                stack.close()
+                continue   # through the held writer, which took the lock while this waited
             except BaseException:
-                self._release_held()   # a query that failed may leave the connection in any state
+                stack.close()
                 raise
-            return
-        with self._flock(False, timeout):
-            con = self._connect(True, timeout)
+            if depth:
+                held.con, held.stack = con, stack
+                break
             try:
                 yield con
             finally:
-                con.close()
+                try:
+                    con.close()
+                finally:
+                    stack.close()
+            return
+        try:
+            yield held.con
+        except BaseException:
+            self._release_held()   # a query that failed may leave the connection in any state
+            raise
 
     def reads_held(self):
         """Every read of this thread in the block shares one connection, opened at the first read and
@@ -333,39 +357,54 @@ class EmbeddedStore:
         # A read connection this thread holds would block its own writer: the shared flock against
         # the exclusive one, and DuckDB refuses a read-write open beside a read-only one.
         self._release_held()
-        if self._writes_held:
+        deadline = time.monotonic() + timeout
+        while True:
             with self._writer_mutex:
-                if self._writer is None:
-                    wait = self._released_at + READERS_TURN_S - time.monotonic()
-                    if wait > 0:
-                        time.sleep(wait)
-                    stack = ExitStack()
+                # decided under the mutex: a writer held with no block left (its last block ended
+                # between our check and our write) is let go after this write, not kept
+                if self._writes_held or self._writer is not None:
+                    if self._writer is None:
+                        wait = self._released_at + READERS_TURN_S - time.monotonic()
+                        if wait > 0:
+                            time.sleep(wait)
+                        stack = ExitStack()
+                        try:
+                            stack.enter_context(self._flock(True, timeout))
+                            self._writer = (self._connect(False, timeout), stack, time.monotonic())
+                        except BaseException:
+                            stack.close()
+                            raise
                     try:
-                        stack.enter_context(self._flock(True, timeout))
-                        self._writer = (self._connect(False, timeout), stack, time.monotonic())
+                        yield self._writer[0]
                     except BaseException:
-                        stack.close()
+                        # a unit of work that failed may leave the connection in any state: the runs
+                        # it marked stale are refreshed by the next writer or open (see migrate)
+                        self.release_writes(refresh=False)
                         raise
-                try:
-                    yield self._writer[0]
-                except BaseException:
-                    # a unit of work that failed may leave the connection in any state: the runs it
-                    # marked stale are refreshed by the next writer or open (see migrate)
-                    self.release_writes(refresh=False)
-                    raise
-                if bump_version:
-                    self._bump_version()
-                if self._writer is not None and time.monotonic() - self._writer[2] > HOLD_SECONDS:
-                    self.release_writes()
-            return
-        with self._flock(True, timeout):
-            con = self._connect(False, timeout)
+                    if bump_version:
+                        self._bump_version()
+                    if self._writer is not None and (not self._writes_held
+                                                     or time.monotonic() - self._writer[2] > HOLD_SECONDS):
+                        self.release_writes()
+                    return
+            stack = ExitStack()
             try:
-                yield con
-            finally:
-                con.close()
+                stack.enter_context(self._flock(True, timeout, deadline, give_way=True))
+            except _OwnWriterHeld:
+                stack.close()
+                continue   # another thread's writes_held took the lock while this waited
+            except BaseException:
+                stack.close()
+                raise
+            with stack:
+                con = self._connect(False, timeout)
+                try:
+                    yield con
+                finally:
+                    con.close()
             if bump_version:
                 self._bump_version()
+            return
 
     @contextmanager
     def writes_held(self):
@@ -397,8 +436,8 @@ class EmbeddedStore:
                 return
             con, stack, _ = held
             try:
-                if refresh and self._stale_pending and self._refresh_stale(con):
-                    self._bump_version()
+                if refresh:
+                    self._refresh_pending(con)
             finally:
                 self._stale_pending = False
                 try:
@@ -406,6 +445,13 @@ class EmbeddedStore:
                 finally:
                     stack.close()
                     self._released_at = time.monotonic()
+
+    def _refresh_pending(self, con) -> None:
+        """The runs the held writer marked stale, refreshed now (under the writer mutex)."""
+        if self._stale_pending:
+            if self._refresh_stale(con):
+                self._bump_version()
+            self._stale_pending = False
 
     def _refresh_stale(self, con) -> int:
         """store.derived.refresh_stale in a transaction of its own. A failure is logged, not raised:

@@ -119,7 +119,13 @@ if result is not None and not result.empty:
     if n.get("failed", 0) == len(result):
         st.error(summary + " — nothing was stored; the Message column says why", icon=":material/error:")
     elif n.get("failed", 0) or n.get("partial", 0):
-        st.warning(summary + " — see the Message column", icon=":material/warning:")
+        # the failures' causes in text, not only in the table's Message column: one glance, and
+        # copyable into a bug report
+        failed = result[result["status"] == "failed"]
+        why = "".join(f"\n- **{ui.md(f)}**: {ui.md(ui.short(m, 300))}" for f, m in
+                      zip(failed["file"].head(10), failed["message"].head(10)))
+        more = f"\n- … and {len(failed) - 10} more in the table" if len(failed) > 10 else ""
+        st.warning(summary + " — see the Message column" + why + more, icon=":material/warning:")
     else:
         st.success(summary, icon=":material/done_all:")
     ui.table(result, key="up_table", file=ui.text_col("File", "medium"), kind=ui.text_col("Kind"),

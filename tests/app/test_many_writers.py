@@ -116,6 +116,9 @@ def test_eight_uploads_a_cli_ingest_and_the_inbox_at_once(tmp_path):
     assert cli_proc.returncode == 0, cli_out[-2000:]
     assert inbox_proc.returncode == 0, inbox_out[-2000:]
     assert exceptions == [0] * 8
+    # every upload stored its whole bundle; a failed file's cause is in the page's text (upload.py)
+    not_clean = [t for t in texts if not re.search(r"\b0 duplicates · 0 failed\b", t)]
+    assert not not_clean, "\n---\n".join(not_clean)
     assert not any(re.search(r"lock|busy", t, re.I) for t in texts)
     expected = {_run_id(b) for b in uploads + cli + inbox_bundles}
     with store.read() as con:

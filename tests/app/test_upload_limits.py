@@ -37,6 +37,10 @@ def test_over_cap_and_damaged_files_are_named_and_the_box_is_not_green(app_at, e
     assert by["big.log"] == "failed" and "cap for one upload" in msg["big.log"]
     assert by["damaged.tar.gz"] == "failed" and "damaged" in msg["damaged.tar.gz"]
     assert not at.success and at.warning and "2 failed" in at.warning[0].value
+    # each failure's file and cause are in the box's text, not only in the table
+    box = at.warning[0].value   # Markdown: the names' dots are escaped
+    assert "**big\\.log**" in box and "cap for one upload" in box
+    assert "**damaged\\.tar\\.gz**" in box
     assert not at.file_uploader(key="up_files_1").value   # emptied: Streamlit drops the bytes
 
 

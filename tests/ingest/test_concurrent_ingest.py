@@ -99,3 +99,57 @@ def test_a_copy_in_the_same_folder_is_found_while_the_writer_is_held(tmp_path):
                         str(folder)], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert re.search(r"^2 stored, 2 duplicate, 0 failed", p.stdout, re.M), p.stdout
+
+
+def test_a_read_waiting_for_the_lock_goes_through_the_writer_this_process_took_meanwhile(tmp_path):
+    """Eight dashboard uploads share one held writer. A thread of that process that began to wait
+    for the shared lock just before another thread took the held writer must read through it: the
+    writer's block keeps the lock until it ends, and an upload's block waits for its own hashing
+    thread's read (one upload failed with a lock timeout that way). Here: another process's lock
+    (a flock on the store's lock file) keeps both threads waiting, the reader first; it is let go
+    while the writer polls faster, so the writer usually wins. Each trial's read must succeed well
+    within its 3 s timeout, and the writer must have won in at least one trial."""
+    import fcntl
+    import threading
+
+    from compilewatch.ingest.loader import ingest_paths
+    from compilewatch.store import open_store
+
+    store = open_store(tmp_path / "store" / "cw.duckdb")
+    ingest_paths(store, [sorted((REPO / "sample_logs").rglob("*.tar.gz"))[0]])
+    outcomes = []
+    for _ in range(8):
+        fd = os.open(store.lock_path, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        read_done = threading.Event()
+        got: dict = {}
+
+        def reader():
+            try:
+                with store.read(timeout=3) as con:
+                    got["via_writer"] = store._writer is not None
+                    got["runs"] = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
+            except Exception as e:   # the outcome under test
+                got["error"] = e
+            finally:
+                read_done.set()
+
+        def writer():
+            with store.writes_held():
+                with store.write(timeout=30) as con:
+                    con.execute("SELECT count(*) FROM files").fetchall()
+                read_done.wait(10)   # an ingest's next file waits for its hashing thread's lookup
+
+        r, w = threading.Thread(target=reader), threading.Thread(target=writer)
+        r.start()
+        time.sleep(0.3)    # the reader now polls every LOCK_POLL_S
+        w.start()
+        time.sleep(0.01)   # the writer's first polls are a few ms apart
+        os.close(fd)
+        r.join(30)
+        w.join(30)
+        assert "error" not in got, got
+        outcomes.append(got["via_writer"])
+        assert got["runs"] == 1
+    assert any(outcomes), outcomes
+    assert store._writer is None   # the block let it go

@@ -389,9 +389,12 @@ def test_kill_9_of_an_ingest_takes_its_parse_workers_with_it(tmp_path):
 
 
 def test_kill_9_of_a_folder_ingest_at_several_moments_then_rerun_matches_a_clean_ingest(tmp_path):
-    """`compilewatch ingest` of real bundles killed at 0.5, 1.5, 3 and 5 s in turn, each time on the
-    store the previous kill left: the store opens, nothing is stored twice, and the final rerun
-    holds exactly what a clean ingest of the same folder holds."""
+    """`compilewatch ingest` of real bundles killed four times, each time on the store the previous
+    kill left: 0.5 s after its start, then as soon as the store's raw/ folder holds its 1st, 12th and
+    25th file (a raw copy is published just before its file's commit). Moments set by the ingest's
+    own progress, not by the clock, land mid-ingest on a fast machine and a slow one alike. Each
+    time the store opens and nothing is stored twice; the final rerun holds exactly what a clean
+    ingest of the same folder holds."""
     folder = tmp_path / "drop"
     folder.mkdir()
     for b in sorted((REPO / "sample_logs").rglob("*.tar.gz"))[:8]:
@@ -406,13 +409,23 @@ def test_kill_9_of_a_folder_ingest_at_several_moments_then_rerun_matches_a_clean
     clean = open_store(tmp_path / "clean" / "cw.duckdb")
     ingest_paths(clean, [folder])
     want = counts(clean)
+    assert want["files"] > 30
     db = tmp_path / "killed" / "cw.duckdb"
-    open_store(db)
+    raw = open_store(db).folder / "raw"
+
+    def raw_files() -> int:
+        return sum(1 for p in raw.rglob("*") if p.is_file()) if raw.exists() else 0
+
     seen = []
-    for delay in (0.5, 1.5, 3.0, 5.0):
+    for at_raw in (None, 1, 12, 25):
         proc = subprocess.Popen([sys.executable, "-m", "compilewatch", "ingest", str(folder), "--db", str(db), "--quiet"],
                                 cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
+        if at_raw is None:
+            time.sleep(0.5)
+        else:
+            deadline = time.monotonic() + 300
+            while raw_files() < at_raw and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
         proc.kill()
         proc.wait()
         store = open_store(db)

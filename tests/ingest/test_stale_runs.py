@@ -94,3 +94,30 @@ def test_the_runs_a_killed_writer_owed_are_refreshed_at_the_next_open(tmp_path):
     for table in DERIVED:
         assert len(_rows(store, table)) == len(_rows(clean, table)), table
     assert _rows(store, "run_metrics") == _rows(clean, "run_metrics")
+
+
+def test_a_page_render_beside_a_held_writer_sees_its_runs_refreshed(tmp_path, monkeypatch):
+    """The dashboard's uploads write through a held writer, and its page renders (reads_held) read
+    through that same connection: a render refreshes the marked runs first, so a page never shows a
+    run whose facts lag its rows. An ingest's own lookups (no reads_held) leave the markers for the
+    one refresh at release."""
+    from compilewatch.store import embedded
+
+    monkeypatch.setattr(embedded, "HOLD_SECONDS", 600.0)   # the hold outlasts the ingest on a slow machine
+    store = open_store(tmp_path / "cw.duckdb")
+    with store.writes_held():
+        report = ingest_paths(store, BUNDLES[:1])
+        assert [r.status for r in report.files].count("stored") == len(report.files)
+        assert store._writer is not None
+        with store.read() as con:
+            marked = con.execute("SELECT count(DISTINCT run_id) FROM stale_runs").fetchall()[0][0]
+            assert marked == 1
+            assert con.execute("SELECT count(*) FROM run_metrics").fetchall()[0][0] == 0
+        version = store.data_version()
+        with store.reads_held():
+            with store.read() as con:
+                assert con.execute("SELECT count(*) FROM stale_runs").fetchall()[0][0] == 0
+                assert con.execute("SELECT count(DISTINCT run_id) FROM run_metrics").fetchall()[0][0] == 1
+        assert store.data_version() != version   # the page caches keyed on it see the change
+    assert _derived_runs(store) == {report.files[0].run_id}
+    assert_rollups_match(store)

@@ -125,7 +125,8 @@ if result is not None and not result.empty:
         why = "".join(f"\n- **{ui.md(f)}**: {ui.md(ui.short(m, 300))}" for f, m in
                       zip(failed["file"].head(10), failed["message"].head(10)))
         more = f"\n- … and {len(failed) - 10} more in the table" if len(failed) > 10 else ""
-        st.warning(summary + " — see the Message column" + why + more, icon=":material/warning:")
+        see = " — see the Message column" if n.get("partial", 0) else ""   # partial files' line counts
+        st.warning(summary + see + why + more, icon=":material/warning:")
     else:
         st.success(summary, icon=":material/done_all:")
     ui.table(result, key="up_table", file=ui.text_col("File", "medium"), kind=ui.text_col("Kind"),

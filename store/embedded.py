@@ -246,6 +246,16 @@ class EmbeddedStore:
         finally:
             os.close(fd)  # closing releases the flock
 
+    def _lock_unless_own_writer(self, exclusive: bool, timeout: float, deadline: float) -> ExitStack | None:
+        """The flock, held by the returned stack (the caller closes it), or None when this
+        process's held writer took the lock during the wait (see _flock's `give_way`)."""
+        stack = ExitStack()
+        try:
+            stack.enter_context(self._flock(exclusive, timeout, deadline, give_way=True))
+        except _OwnWriterHeld:
+            return None
+        return stack
+
     def _connect(self, read_only: bool, timeout: float):
         deadline = time.monotonic() + timeout
         while True:
@@ -301,13 +311,11 @@ class EmbeddedStore:
             depth = getattr(held, "depth", 0)
             if depth and getattr(held, "con", None) is not None:
                 break
-            stack = ExitStack()
-            try:
-                stack.enter_context(self._flock(False, timeout, deadline, give_way=True))
-                con = self._connect(True, timeout)
-            except _OwnWriterHeld:
-                stack.close()
+            stack = self._lock_unless_own_writer(False, timeout, deadline)
+            if stack is None:
                 continue   # through the held writer, which took the lock while this waited
+            try:
+                con = self._connect(True, timeout)
             except BaseException:
                 stack.close()
                 raise
@@ -387,15 +395,9 @@ class EmbeddedStore:
                                                      or time.monotonic() - self._writer[2] > HOLD_SECONDS):
                         self.release_writes()
                     return
-            stack = ExitStack()
-            try:
-                stack.enter_context(self._flock(True, timeout, deadline, give_way=True))
-            except _OwnWriterHeld:
-                stack.close()
+            stack = self._lock_unless_own_writer(True, timeout, deadline)
+            if stack is None:
                 continue   # another thread's writes_held took the lock while this waited
-            except BaseException:
-                stack.close()
-                raise
             with stack:
                 con = self._connect(False, timeout)
                 try:

@@ -62,3 +62,35 @@ LIMIT_HINT = (
 
 def guard_hint(category: str | None) -> str:
     return GUARD_HINTS.get(category or "other", GUARD_HINTS["other"])
+
+# Graph breaks inside a distributed wrapper's own code: what to change is how the model was wrapped
+# and compiled, which torch's own hint ("Avoid calling the function `disable`") does not say. A
+# break is matched on the file torch reports it at, or on the wrapper's name in its reason: torch
+# reports DDP's `_inside_ddp_forward` context manager at contextlib.py.
+WRAPPER_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("torch/distributed/fsdp/", "FullyShardedDataParallel"), (
+        "The compiled code reaches FSDP's hooks, which dynamo does not trace "
+        "(torch._dynamo.config.skip_fsdp_hooks), so it breaks at every sharded module it enters. Wrap "
+        "each block in its own compiled module before sharding it, so the hooks stay outside the "
+        "compiled code: model.blocks[i] = torch.compile(block), then fully_shard(model.blocks[i]) for "
+        "every block and fully_shard(model) last, and do not compile the sharded root. block.compile() "
+        "before fully_shard, or torch.compile of the whole sharded model, puts the hooks inside the "
+        "compiled call and breaks there.")),
+    (("torch/nn/parallel/distributed.py", "DistributedDataParallel"), (
+        "The break is in DDP's own forward bookkeeping, traced because the DDP wrapper itself is "
+        "compiled (torch.compile(DDP(model)), as PyTorch's DDP notes advise so that DDPOptimizer "
+        "splits the graph at gradient-bucket boundaries). It costs a fall back to Python around the "
+        "model's graph each step, not the model's graph; if that matters more than the overlap, "
+        "compile the module inside DDP instead: DDP(torch.compile(model)).")),
+)
+
+
+def wrapper_hint(location: str | None, *texts: str | None) -> str | None:
+    """The fix for a graph break in a distributed wrapper's code: `location` is the file torch
+    reports the break at, `texts` its reason and explanation."""
+    path = location.replace("\\", "/") if isinstance(location, str) else ""
+    text = " ".join(t for t in texts if isinstance(t, str))
+    for markers, hint in WRAPPER_HINTS:
+        if any(m in path or (not m.startswith("torch/") and m in text) for m in markers):
+            return hint
+    return None

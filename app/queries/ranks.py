@@ -81,10 +81,25 @@ def per_rank(con, f: Filters) -> pd.DataFrame:
     return out.sort_values("rank", na_position="last").reset_index(drop=True)
 
 
+# A call of a graph torch logged no compile id for: 2.11 records the id when Inductor compiles the
+# graph, so a graph loaded from its FX graph cache is called with "compile_id": null.
+UNNAMED_CALL = "(cached)"
+
+
 def _graph_calls(doc) -> list[str]:
     # torch._inductor.debug.record_and_log_graph_execution_order() logs a ``graph_execution``
     # artifact per rank: {"graph_execution_order": [{"compile_id": "0/1"}, ...]}, in call order
-    return [str(c.get("compile_id")) for c in doc.get("graph_execution_order") or [] if isinstance(c, dict)]
+    return [UNNAMED_CALL if c.get("compile_id") is None else str(c["compile_id"])
+            for c in doc.get("graph_execution_order") or [] if isinstance(c, dict)]
+
+
+def _comparable_orders(rank_rows) -> list[tuple]:
+    """Each rank's graph calls with the calls at every position where some rank's call has no
+    compile id (UNNAMED_CALL) masked on all ranks: one rank that compiled a graph and another that
+    loaded the same graph from the cache must not read as a different order. Lengths stay."""
+    orders = [tuple(r.execution_order) for r in rank_rows]
+    unnamed = {i for o in orders for i, c in enumerate(o) if c == UNNAMED_CALL}
+    return [tuple(UNNAMED_CALL if i in unnamed else c for i, c in enumerate(o)) for o in orders]
 
 
 def _collectives(doc, compile_id) -> list[str]:
@@ -211,9 +226,13 @@ def _difference(aspect: str, value, reference) -> str:
     if aspect in ("execution order", "collective schedule"):
         what = "call" if aspect == "execution order" else "collective"
         first = next((i for i, (a, b) in enumerate(zip(value, reference)) if a != b), None)
+        unnamed = max(list(value).count(UNNAMED_CALL), list(reference).count(UNNAMED_CALL))
+        note = (f" ({unnamed} of the calls are of graphs loaded from Inductor's cache, logged without a "
+                f"compile id, and are not compared)") if unnamed else ""
         if first is None:
-            return f"{len(value)} {what}(s) vs {len(reference)}: the same order as far as both go"
-        return f"{what} #{first + 1} is {_op(value[first])} here, {_op(reference[first])} in the reference"
+            return f"{len(value)} {what}(s) vs {len(reference)}: the same order as far as both go{note}"
+        return (f"{len(value)} {what}(s) vs {len(reference)}; {what} #{first + 1} is {_op(value[first])} here, "
+                f"{_op(reference[first])} in the reference{note}")
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], tuple):
         (n, names), (ref_n, ref_names) = value, reference
         only_here = [x for x in names if x not in ref_names]
@@ -236,6 +255,12 @@ ASPECTS = (
 )
 
 
+def compared() -> str:
+    """What the divergence check compares, as one phrase (for "all ranks agree on ...")."""
+    names = [a.name for a in ASPECTS]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def divergence_from(ranks: pd.DataFrame) -> pd.DataFrame:
     """Pure: per_rank's frame -> one row per (aspect, diverging group of ranks): aspect, ranks,
     value, reference_ranks, reference_value, difference. The reference group is the largest one
@@ -245,10 +270,12 @@ def divergence_from(ranks: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     rows = []
     rank_rows = list(ranks.itertuples(index=False))
+    orders = dict(zip((id(r) for r in rank_rows), _comparable_orders(rank_rows)))
     for a in ASPECTS:
         groups: dict = {}
         for r in rank_rows:
-            groups.setdefault(a.value(r), []).append(r.rank)
+            value = orders[id(r)] if a.name == "execution order" else a.value(r)
+            groups.setdefault(value, []).append(r.rank)
         if len(groups) < 2:
             continue
         ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(_rank_key(x) for x in kv[1])))

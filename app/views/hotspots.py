@@ -6,6 +6,7 @@ from compilewatch.app import charts, ui
 from compilewatch.app.filters import from_params
 from compilewatch.app.queries import hotspots
 from compilewatch.deepdive import gb_registry
+from compilewatch.review.hints import wrapper_hint
 
 f = ui.page("Graph-break hotspots")
 url = from_params(ui.url_params())
@@ -78,6 +79,10 @@ elif table is not None:
                 if ui.first_text(b["explanation"]):
                     st.markdown("**Explanation**")
                     st.markdown(ui.md(b["explanation"], one_line=False))
+                fix = wrapper_hint(b["user_file"], b["reason"], b["explanation"])
+                if fix:
+                    st.markdown("**Fix** (a distributed wrapper's code)")
+                    st.markdown(ui.md(fix, one_line=False))
                 hints = gb_registry.hint_list(b["hints"])
                 if hints:
                     st.markdown("**Hints**")

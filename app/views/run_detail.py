@@ -183,8 +183,7 @@ with tabs[8]:
     if rank_view is not None and len(rank_view) < 2:
         st.caption("One rank (or none) in this run: nothing to compare.")
     elif diverging is not None and diverging.empty:
-        st.success(f"All {len(rank_view)} ranks agree on compile ids, graphs, cache hits and misses, "
-                   "recompiles and graph breaks.", icon=":material/check:")
+        st.success(f"All {len(rank_view)} ranks agree on {ranks.compared()}.", icon=":material/check:")
     else:
         ui.table(diverging, key="rd_divergence", aspect=ui.text_col("Aspect"), ranks=ui.text_col("Ranks"),
                  value=ui.text_col("Their value", "medium"), reference_ranks=ui.text_col("Reference ranks"),

@@ -466,7 +466,7 @@ def cmd_ranks(args) -> int:
         if len(per) < 2:
             print("one rank (or none) in this run: nothing to compare")
         elif div.empty:
-            print(f"all {len(per)} ranks agree on compile ids, graphs, cache hits/misses, recompiles and graph breaks")
+            print(f"all {len(per)} ranks agree on {ranks.compared()}")
         else:
             print(f"RANKS DIVERGE ({len(div)} difference(s)):")
             for d in div.itertuples():

@@ -6,7 +6,7 @@ Run: .venv/bin/python -m pytest tests/app
 """
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -120,7 +120,9 @@ def test_reset_filters_clears_the_selection(app_at, team_db):
     at.button(key="g_reset").click().run()
     _ok(at)
     assert at.multiselect(key="g_models").value == []
-    assert at.date_input(key="g_window_7").value == (date(2026, 11, 19), date(2026, 11, 25))   # the store's last week
+    with open_store(team_db).read() as con:   # the store's last week: the 7 days up to its newest run
+        newest = con.execute("SELECT max(coalesce(started_at, ingested_at))::DATE FROM runs").fetchone()[0]
+    assert at.date_input(key="g_window_7").value == (newest - timedelta(days=6), newest)
     assert "model" not in at.query_params
 
 
@@ -133,18 +135,26 @@ def test_overview_opens_from_a_pasted_link(app_at, team_db):
 
 
 def test_hotspots_new_this_week_toggle(app_at, team_db):
-    # the week ending 11-30: the toy-job breaks (first seen 11-22) are old, labelled-job's is new
-    at = app_at(team_db, PAGES["hotspots"], query={"from": "2026-11-24", "to": "2026-11-30"})
-    with open_store(team_db).read() as con:   # each break's user frame as the log wrote it
-        frames = [r[0] for r in con.execute("SELECT DISTINCT user_file || ':' || user_line FROM graph_breaks").fetchall()]
-    labelled = next(loc for loc in frames if loc.endswith("/labelled-job/train_x.py:55"))
+    # the week ending 11-30 on the CPU the toy jobs ran on: the toy-job breaks (first seen 11-22) are
+    # old, labelled-job's is new (the page shows one hardware at a time; the newest runs are on GPUs)
+    with open_store(team_db).read() as con:   # each break's user frame as the log wrote it, and its first day
+        hw = con.execute("SELECT hardware FROM runs WHERE model = 'labelled-job' LIMIT 1").fetchone()[0]
+        first = dict(con.execute("""
+            SELECT gb.user_file || ':' || gb.user_line, min(coalesce(r.started_at, r.ingested_at))::DATE
+            FROM graph_breaks gb JOIN runs r USING (run_id) WHERE r.hardware = ? GROUP BY 1""", [hw]).fetchall())
+        in_week = {r[0] for r in con.execute("""
+            SELECT DISTINCT gb.user_file || ':' || gb.user_line FROM graph_breaks gb JOIN runs r USING (run_id)
+            WHERE r.hardware = ? AND coalesce(r.started_at, r.ingested_at)::DATE BETWEEN DATE '2026-11-24'
+                  AND DATE '2026-11-30'""", [hw]).fetchall()}
+    at = app_at(team_db, PAGES["hotspots"], query={"from": "2026-11-24", "to": "2026-11-30", "hw": hw})
+    labelled = next(loc for loc in first if loc.endswith("/labelled-job/train_x.py:55"))
     before = at.dataframe(key="hs_table").value
-    assert set(before["location"]) == {"/tmp/team/graph_break_recompile.py:11", "/tmp/team/graph_break_recompile.py:12",
-                                       labelled}
+    assert set(before["location"]) == in_week == {"/tmp/team/graph_break_recompile.py:11",
+                                                  "/tmp/team/graph_break_recompile.py:12", labelled}
     at.toggle(key="hs_new").set_value(True).run()
     _ok(at)
     after = at.dataframe(key="hs_table").value
-    assert list(after["location"]) == [labelled]
+    assert list(after["location"]) == [labelled] and first[labelled] >= date(2026, 11, 24)
     assert at.query_params.get("new") == "1"
 
 

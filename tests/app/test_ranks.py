@@ -162,7 +162,8 @@ def test_public_graph_execution_order(public_logs, tmp_path):
     # their collective schedules differ too (graph 0/1 on rank 1 adds a reduce_scatter), nothing else
     assert list(div["aspect"]) == ["execution order", "collective schedule"]
     first = next(i for i, (a, b) in enumerate(zip(logged[1], logged[0])) if a != b)
-    assert div.iloc[0]["difference"] == f"call #{first + 1} is {logged[1][first]} here, {logged[0][first]} in the reference"
+    assert div.iloc[0]["difference"] == (f"{len(logged[1])} call(s) vs {len(logged[0])}; call #{first + 1} is "
+                                         f"{logged[1][first]} here, {logged[0][first]} in the reference")
 
 
 def test_public_collective_schedule(public_logs, tmp_path):
@@ -178,8 +179,9 @@ def test_public_collective_schedule(public_logs, tmp_path):
     assert (len(ops[0]), len(ops[1])) == (6, 4)
     assert list(div.index) == ["collective schedule"]
     assert (div.loc["collective schedule", "ranks"], div.loc["collective schedule", "reference_ranks"]) == ("1", "0")
+    n = {r: len(per.loc[r, "collective_schedule"]) for r in (0, 1)}
     assert div.loc["collective schedule", "difference"] == \
-        "collective #4 is 0/0 wait_tensor here, 0/0 reduce_scatter_tensor in the reference"
+        f"{n[1]} collective(s) vs {n[0]}; collective #4 is 0/0 wait_tensor here, 0/0 reduce_scatter_tensor in the reference"
 
 
 def test_cli_ranks(ranks_db, capsys):

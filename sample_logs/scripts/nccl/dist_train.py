@@ -1,6 +1,6 @@
 """A small data-parallel training job with torch.compile, for real multi-rank NCCL bundles.
 
-    compilewatch collect --model ddp_mlp --label v1-clean -- \
+    compilewatch collect --model ddp-mlp --label v1-clean -- \
         torchrun --standalone --nproc_per_node=2 dist_train.py --wrap ddp
     ... --wrap ddp --diverge          rank 1 diverges
     ... --wrap fsdp [--diverge]       FSDP2 (fully_shard per block, then the root), then compile

@@ -111,7 +111,7 @@ def _named(prefix: str) -> list[str]:
 
 def test_every_bundle_holds_one_trace_and_one_timings_file_per_rank(nccl):
     store, run_of = nccl
-    assert len(RAW) == 10
+    assert len(RAW) == 12
     for name, raw in RAW.items():
         assert raw.manifest["world_size"] == 2 and raw.manifest["gpu_name"] == "NVIDIA H200", name
         assert "--nproc_per_node=2" in raw.manifest["command"]
@@ -124,7 +124,7 @@ def test_every_bundle_holds_one_trace_and_one_timings_file_per_rank(nccl):
 
 
 @pytest.mark.parametrize("name", _named("ddp-mlp_v1-clean") + _named("fsdp-mlp_v1-clean")
-                         + _named("fsdp-mlp_v3-compiled-inside"))
+                         + _named("fsdp-mlp_v3-compiled-inside") + _named("fsdp-mlp_v4-blocks-compiled"))
 def test_ranks_that_ran_the_same_steps_agree(nccl, name):
     store, run_of = nccl
     raw = RAW[name]
@@ -216,6 +216,13 @@ def test_compiling_blocks_before_sharding_breaks_at_fsdp_hooks_with_the_fix(nccl
     right = [fsdp_breaks(n) for n in _named("fsdp-mlp_v1-clean")]
     for w in wrong:
         assert set(w) == {0, 1} and all(w[r] > max(x.get(r, 0) for x in right) for r in (0, 1)), (w, right)
+    # the fix the hint gives, run: each block a compiled module, then sharded; no break at all
+    fixed = _named("fsdp-mlp_v4-blocks-compiled")
+    assert fixed and all(not RAW[n].text_breaks() for n in fixed)
+    with store.read() as con:
+        for name in fixed:
+            assert con.execute("SELECT count(*) FROM graph_breaks WHERE run_id = ?", [run_of[name]]).fetchone()[0] == 0
+            assert all(RAW[name].compile_ids(r) for r in (0, 1))
     with store.read() as con:
         for name in _named("fsdp-mlp_v3-compiled-inside"):
             stored = dict(con.execute("SELECT rank, count(*) FROM graph_breaks WHERE run_id = ? GROUP BY rank",

@@ -4,6 +4,7 @@
         torchrun --standalone --nproc_per_node=2 dist_train.py --wrap ddp
     ... --wrap ddp --diverge          rank 1 diverges
     ... --wrap fsdp [--diverge]       FSDP2 (fully_shard per block, then the root), then compile
+    ... --wrap fsdp-blocks-compiled   each block a compiled module, then fully_shard: the fix
     ... --wrap fsdp-compiled-inside   compile each block, then fully_shard: the wrong order
 
 --wrap:
@@ -11,6 +12,8 @@
                         the graph at gradient-bucket boundaries).
   fsdp                  fully_shard(block) for each block, fully_shard(model), then
                         torch.compile(model).
+  fsdp-blocks-compiled  model.blocks[i] = torch.compile(block), then fully_shard of each compiled
+                        block and of the root; the root is not compiled (torchtitan's order).
   fsdp-compiled-inside  each block compiled first (block.compile()), then fully_shard on top, then
                         the whole model compiled too: FSDP2's hooks end up inside the compiled calls.
 --diverge: rank 1 alone sees a shorter batch from step STEPS/2 on (a recompile only there) and
@@ -77,6 +80,12 @@ def wrap(model: nn.Module, how: str, device: torch.device):
             fully_shard(b)
         fully_shard(model)
         return model, torch.compile(model)
+    if how == "fsdp-blocks-compiled":
+        for i, b in enumerate(model.blocks):
+            model.blocks[i] = torch.compile(b)   # a wrapper module: fully_shard's hooks stay outside it
+            fully_shard(model.blocks[i])
+        fully_shard(model)
+        return model, model
     if how == "fsdp-compiled-inside":
         for b in model.blocks:
             b.compile()
@@ -88,7 +97,7 @@ def wrap(model: nn.Module, how: str, device: torch.device):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--wrap", default="ddp", choices=("ddp", "fsdp", "fsdp-compiled-inside"))
+    p.add_argument("--wrap", default="ddp", choices=("ddp", "fsdp", "fsdp-blocks-compiled", "fsdp-compiled-inside"))
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--width", type=int, default=256)
     p.add_argument("--depth", type=int, default=4)

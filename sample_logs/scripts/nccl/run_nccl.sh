@@ -5,7 +5,9 @@
 # (one TORCH_TRACE and one timings file per rank), RUNS times each:
 #   ddp-mlp   v1-clean (DDP), v2-rank1-diverges (rank 1: shorter batch + print() in forward)
 #   fsdp-mlp  v1-clean (fully_shard, then compile), v2-rank1-diverges,
-#             v3-compiled-inside (each block compiled, then fully_shard: the wrong order)
+#             v3-compiled-inside (each block compiled, then fully_shard: the wrong order),
+#             v4-blocks-compiled (each block a compiled module, then fully_shard; no root compile)
+# ONLY_FIX=1 runs v4 alone.
 # Everything kept goes to $OUT: the log and the bundles as one .tar.gz.
 set -u
 export PYTHONUNBUFFERED=1
@@ -49,12 +51,17 @@ collect() {          # model label [script args...]
   echo "== $model $label: exit $rc, $(( $(date +%s) - s0 )) s, graph-break lines $(grep -c 'Graph break in user code\|Graph break: ' "$full")" | tee -a "$LOG"
 }
 
+if [ -n "${ONLY_FIX:-}" ]; then   # the fix for v3 alone
+  for r in $(seq "$RUNS"); do collect fsdp-mlp v4-blocks-compiled --wrap fsdp-blocks-compiled; done
+  RUNS=0
+fi
 for r in $(seq "$RUNS"); do
   collect ddp-mlp v1-clean --wrap ddp
   collect ddp-mlp v2-rank1-diverges --wrap ddp --diverge
   collect fsdp-mlp v1-clean --wrap fsdp
   collect fsdp-mlp v2-rank1-diverges --wrap fsdp --diverge
   collect fsdp-mlp v3-compiled-inside --wrap fsdp-compiled-inside
+  collect fsdp-mlp v4-blocks-compiled --wrap fsdp-blocks-compiled
 done
 (cd "$W/bundles" && tar czf "$OUT/bundles-$TAG.tar.gz" --exclude='*.tmp' .)
 (cd "$W" && tar czf "$OUT/logs-$TAG.tar.gz" logs)

@@ -63,14 +63,16 @@ LIMIT_HINT = (
 def guard_hint(category: str | None) -> str:
     return GUARD_HINTS.get(category or "other", GUARD_HINTS["other"])
 
+
 # Graph breaks inside a distributed wrapper's own code: what to change is how the model was wrapped
 # and compiled, which torch's own hint ("Avoid calling the function `disable`") does not say. A
-# break is matched on the file torch reports it at, or on the wrapper's name in its reason: torch
-# reports DDP's `_inside_ddp_forward` context manager at contextlib.py.
+# break is matched on the file torch reports it at, or on the wrapper's name in its reason or
+# explanation: torch reports DDP's `_inside_ddp_forward` context manager at contextlib.py.
 WRAPPER_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("torch/distributed/fsdp/", "FullyShardedDataParallel"), (
         "The compiled code reaches FSDP's hooks, which dynamo does not trace "
-        "(torch._dynamo.config.skip_fsdp_hooks), so it breaks at every sharded module it enters. Wrap "
+        "(torch._dynamo.config.skip_fsdp_hooks): it breaks there, and a break inside the root's loop "
+        "over its blocks makes dynamo run that whole frame eagerly. Wrap "
         "each block in its own compiled module before sharding it, so the hooks stay outside the "
         "compiled code: model.blocks[i] = torch.compile(block), then fully_shard(model.blocks[i]) for "
         "every block and fully_shard(model) last, and do not compile the sharded root. block.compile() "

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The multi-rank NCCL share of sample_logs/: run from the repository root on a machine with 2 GPUs.
 #   bash sample_logs/scripts/nccl/run_nccl.sh TAG      (TAG names the machine kind, e.g. h100x2)
-# Every run is `compilewatch collect -- torchrun --standalone --nproc_per_node=2 dist_train.py ...`
+# Every run is `compilewatch collect -- python -m torch.distributed.run` (torchrun) `--standalone
+# --nproc_per_node=2 dist_train.py ...`
 # (one TORCH_TRACE and one timings file per rank), RUNS times each:
 #   ddp-mlp   v1-clean (DDP), v2-rank1-diverges (rank 1: shorter batch + print() in forward)
 #   fsdp-mlp  v1-clean (fully_shard, then compile), v2-rank1-diverges,
@@ -48,7 +49,7 @@ collect() {          # model label [script args...]
   rc=$?
   quiet <"$full" | grep -E '^step|compilewatch:|Error' | tail -4 | tee -a "$LOG"
   [ $rc = 0 ] || quiet <"$full" | tail -15 | tee -a "$LOG"
-  echo "== $model $label: exit $rc, $(( $(date +%s) - s0 )) s, graph-break lines $(grep -c 'Graph break in user code\|Graph break: ' "$full")" | tee -a "$LOG"
+  echo "== $model $label: exit $rc, $(( $(date +%s) - s0 )) s, graph-break records $(grep -c -E 'Graph break( \([^)]*\))? in user code|Graph break: ' "$full")" | tee -a "$LOG"
 }
 
 if [ -n "${ONLY_FIX:-}" ]; then   # the fix for v3 alone

@@ -270,12 +270,11 @@ def divergence_from(ranks: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     rows = []
     rank_rows = list(ranks.itertuples(index=False))
-    orders = dict(zip((id(r) for r in rank_rows), _comparable_orders(rank_rows)))
+    orders = _comparable_orders(rank_rows)
     for a in ASPECTS:
         groups: dict = {}
-        for r in rank_rows:
-            value = orders[id(r)] if a.name == "execution order" else a.value(r)
-            groups.setdefault(value, []).append(r.rank)
+        for r, order in zip(rank_rows, orders):
+            groups.setdefault(order if a.name == "execution order" else a.value(r), []).append(r.rank)
         if len(groups) < 2:
             continue
         ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(_rank_key(x) for x in kv[1])))

@@ -1,7 +1,9 @@
 """Per-compile-id artifacts out of the store: list them cheaply, fetch one payload when asked.
 
-A listing never reads ``payload_z``; one artifact is addressed by (run_id, file_id, line_no) and
-decompressed on its own, so a page or a terminal gets only what it shows.
+A listing never reads a payload; one artifact is addressed by (run_id, file_id, line_no) and read
+on its own, so a page or a terminal gets only what it shows: out of its file's raw copy at the place
+its row names (raw_offset, raw_length), or decompressed from ``payload_z`` (a gzipped file's; see
+ingest/trace/parsers/artifacts.py).
 """
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import zlib
 from dataclasses import dataclass
 
 from compilewatch.core.errors import NotFoundError
+from compilewatch.ingest.trace.envelope import read_one
+from compilewatch.store.files import folder_of
 
 # What a reader calls each kind, in the order tlparse lists a compile's outputs.
 TITLES = {
@@ -125,16 +129,39 @@ def fetch(con, run_id: str, file_id: int, line_no: int) -> Artifact:
     """One artifact with its payload; NotFoundError when the run has none at that place."""
     cur = con.cursor()
     try:
-        rows = cur.execute(f"SELECT {_LIST_COLUMNS}, payload_z FROM artifacts "
-                           "WHERE run_id = ? AND file_id = ? AND line_no = ? LIMIT 1",
+        rows = cur.execute(f"SELECT {_LIST_COLUMNS}, payload_z, raw_offset, raw_length, "
+                           "(SELECT any_value(stored_path) FROM files f WHERE f.file_id = a.file_id) "
+                           "FROM artifacts a WHERE run_id = ? AND file_id = ? AND line_no = ? LIMIT 1",
                            [run_id, int(file_id), int(line_no)]).fetchall()
+        if not rows:
+            raise NotFoundError(f"run {run_id} has no artifact at file {file_id} line {line_no}",
+                                "list the run's artifacts with `compilewatch show RUN COMPILE_ID`")
+        *meta, blob, offset, length, stored_path = rows[0]
+        if blob is None and offset is not None:
+            data = _from_raw(folder_of(cur), stored_path, offset, length, line_no)
+        else:
+            data = zlib.decompress(blob)
     finally:
         cur.close()
-    if not rows:
-        raise NotFoundError(f"run {run_id} has no artifact at file {file_id} line {line_no}",
-                            "list the run's artifacts with `compilewatch show RUN COMPILE_ID`")
-    *meta, blob = rows[0]
-    return Artifact(*meta, text=zlib.decompress(blob).decode("utf-8", "replace"))
+    return Artifact(*meta, text=data.decode("utf-8", "replace"))
+
+
+def _from_raw(folder, stored_path: str | None, offset: int, length: int, line_no: int) -> bytes:
+    """An artifact's payload, read again out of its file's raw copy at the record's place."""
+    path = folder / stored_path if stored_path else None
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read(length)
+    except (OSError, TypeError) as e:
+        raise NotFoundError(f"the raw copy of this artifact's file ({path}) cannot be read: "
+                            f"{getattr(e, 'strerror', None) or e}",
+                            "the store keeps every file's raw copy under raw/: restore it from a backup") from None
+    env = read_one(data) if len(data) == length else None
+    if env is None or env.line_no != 1:
+        raise NotFoundError(f"the raw copy {path} no longer holds the record of line {line_no} at byte {offset}",
+                            "the file under raw/ was changed after it was stored: restore it from a backup")
+    return env.payload_bytes or b""
 
 
 def find(con, run_id: str, compile_id: str | None, what: str) -> list[dict]:

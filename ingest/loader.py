@@ -163,7 +163,8 @@ def parse_and_stage(unit: Unit, kind: str, sniffed: detect.Sniffed | None, tmp_d
     raw = _RawCopy(store, tmp_dir, unit, run_id, stop)
     raw.start()
     try:
-        st.parsed = parse_into(st.sink, unit, kind, sniffed, on_bytes, stop, ranges)
+        # the raw copy made beside it is these very bytes: artifact rows may point into it
+        st.parsed = parse_into(st.sink, unit, kind, sniffed, on_bytes, stop, ranges, raw_refs=True)
         raw.join()
     except BaseException:
         stop()  # a parse interrupted by an exception must not leave the copy waiting

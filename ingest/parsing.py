@@ -160,12 +160,16 @@ class Tally:
 
 
 def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
-               on_bytes: Callable[[int], None] | None = None, stop: Stop | None = None, ranges: int = 1) -> Parsed:
+               on_bytes: Callable[[int], None] | None = None, stop: Stop | None = None, ranges: int = 1,
+               raw_refs: bool = False) -> Parsed:
     """Parse `unit` as `kind` into `sink`. A file whose events are not counted (see
     units.counts_events) is not parsed; an unknown kind is one error. `ranges` > 1: a large plain
     TORCH_LOGS text file is parsed in up to that many processes
     (ingest/text_ranges.py), a large plain TORCH_TRACE file read by that many
-    (ingest/trace_ranges.py), with the same rows."""
+    (ingest/trace_ranges.py), with the same rows. `raw_refs`: the store keeps `unit.path` byte for
+    byte as the file's raw copy, so a plain TORCH_TRACE's artifact rows may point into it
+    (trace/parsers/artifacts.py) instead of holding their payloads."""
+    raw_refs = raw_refs and kind == detect.TORCH_TRACE and not (sniffed and sniffed.gzipped)
     split = ranges > 1 and unit.events and not (sniffed and sniffed.gzipped)
     if split and kind == detect.TORCH_LOGS:
         from compilewatch.ingest.staging import StagingSink
@@ -188,7 +192,8 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
     if split and kind == detect.TORCH_TRACE:
         from compilewatch.ingest.trace_ranges import parse_in_ranges as trace_in_ranges
         try:
-            if trace_in_ranges(tally, unit.path, ranges, getattr(sink, "dir", None), on_bytes, stop) is not None:
+            if trace_in_ranges(tally, unit.path, ranges, getattr(sink, "dir", None), on_bytes, stop,
+                               raw_refs) is not None:
                 return tally.checked(kind)
         except Exception as e:
             _read_failed(tally, e)
@@ -205,7 +210,7 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
         return tally.parsed
     with open_watched(unit.path, bool(sniffed and sniffed.gzipped), on_bytes, stop) as stream:
         try:
-            parse(stream, tally)
+            parse(stream, tally, raw_refs=True) if raw_refs else parse(stream, tally)
             why = detect.damage(stream)
             if why:  # a gzip cut short or damaged: what decoded before it is kept
                 tally.error(0, "truncated", why, "")

@@ -32,7 +32,7 @@ def reingest(store, all_files: bool = False) -> int:
         unit = Unit(path, name, events=counts_events(kind, bundle_kinds))
         sink = StagingSink(store.tmp_dir)
         try:
-            parsed = parse_into(sink, unit, kind, detect.sniff(path))
+            parsed = parse_into(sink, unit, kind, detect.sniff(path), raw_refs=True)   # path is the raw copy
             store_file(store, sink, FileRow(run_id=run_id, sha256=sha, size_bytes=size, kind=kind, original_name=name,
                                             stored_path=stored, status="partial" if parsed.errors else "ok",
                                             records=parsed.rows, errors=parsed.errors, file_id=file_id))

@@ -56,6 +56,7 @@ class Range:
     spool: Path | None = None
     lines: int = 0
     stats: TraceStats = field(default_factory=TraceStats)
+    raw_refs: bool = False   # artifact payloads stay in the file (TraceContext.raw_refs): none compressed
 
 
 class _Spool:
@@ -73,7 +74,7 @@ class _Spool:
     def envelope(self, env) -> None:
         # plain values: a list pickles in a fraction of the time an object with slots does
         self.items.append([env.line_no, env.name, env.data, env.payload_bytes, env.payload_ok, env.payload_z,
-                           env.payload_size, env.prepared])
+                           env.payload_size, env.prepared, env.raw_start, env.raw_end])
         self.bytes += 200 + (len(env.payload_bytes) if env.payload_bytes is not None else
                              len(env.payload_z) if env.payload_z is not None else 0)
         if self.bytes >= SPOOL_BATCH_BYTES:
@@ -85,13 +86,13 @@ class _Spool:
             self.items, self.bytes = [], 0
 
 
-def _prepare(env, data: bytes, fns: list, preparers: dict) -> None:
+def _prepare(env, data: bytes, fns: list, preparers: dict, raw_refs: bool) -> None:
     """What the parsers of `env` do with its payload alone, done here: an artifact row's compression
-    (artifacts.STORERS) always, one parser's prepare() when it is the only reader; the payload's
-    bytes then travel only when a reader still needs them."""
+    (artifacts.STORERS) unless the row points into the raw copy (`raw_refs`), one parser's prepare()
+    when it is the only reader; the payload's bytes then travel only when a reader still needs them."""
     readers = [fn for fn in fns if fn not in STORERS]
     env.payload_size = len(data)
-    if len(readers) < len(fns):
+    if len(readers) < len(fns) and not raw_refs:
         # compressed here even when a reader needs the bytes too ("artifact" envelopes: 23 of the
         # 111 MB trace's payload MB, which this process compressed itself before)
         env.payload_z = compress(data)
@@ -107,12 +108,13 @@ def _prepare(env, data: bytes, fns: list, preparers: dict) -> None:
 
 def read_range(path: Path, rng: Range, spool_dir: Path) -> Range:
     """Read one range's envelopes (in a worker process, or in this one) into a spool file, what
-    their parsers do with a payload alone done here (``_prepare``)."""
+    their parsers do with a payload alone done here (``_prepare``), each at its byte offset in the
+    file."""
     events, artifacts, _, preparers = dispatch_tables()
     rng.spool = spool_dir / f"range-{rng.index}.pickle"
     with open(path, "rb", buffering=0) as f, open(rng.spool, "wb", buffering=1 << 20) as out:
         spool = _Spool(out)
-        reader = EnvelopeReader(spool, rng.stats)
+        reader = EnvelopeReader(spool, rng.stats, byte_offset=rng.start)
         f.seek(rng.start)
 
         def keep(env) -> None:
@@ -120,7 +122,7 @@ def read_range(path: Path, rng: Range, spool_dir: Path) -> Range:
             if data is not None:
                 fns = parsers_for(events, artifacts, env)
                 if fns:
-                    _prepare(env, data, fns, preparers)
+                    _prepare(env, data, fns, preparers, rng.raw_refs)
             spool.envelope(env)
 
         for env in reader.envelopes(FileSlice(f, rng.end - rng.start)):
@@ -173,17 +175,17 @@ def _replay(parser: TraceParser, rng: Range, line_offset: int) -> None:
                     line_no, kind, message, excerpt = item
                     sink_error(line_no + line_offset, kind, message, excerpt)
                     continue
-                line_no, name, data, env_payload, ok, z, size, prepared = item
+                line_no, name, data, env_payload, ok, z, size, prepared, start, end = item
                 env = Envelope(line_no + line_offset, name, data)
                 env.payload_bytes, env.payload_ok, env.payload_z, env.payload_size = env_payload, ok, z, size
-                env.prepared = prepared
+                env.prepared, env.raw_start, env.raw_end = prepared, start, end
                 dispatch(env)
     rng.spool.unlink(missing_ok=True)
     parser.stats.add(rng.stats)
 
 
 def parse_in_ranges(sink, path: Path, workers: int, spool_dir: Path | None = None, on_bytes=None,
-                    stop=None) -> TraceStats | None:
+                    stop=None, raw_refs: bool = False) -> TraceStats | None:
     """Parse the TORCH_TRACE file at `path` into `sink`, its ranges read by up to `workers`
     processes; None, with nothing given to `sink`, when the file is too small to split or no
     worker could start: then parse it in one piece. A worker lost midway is replaced by reading
@@ -194,8 +196,10 @@ def parse_in_ranges(sink, path: Path, workers: int, spool_dir: Path | None = Non
     ranges = cut(path, size)
     if len(ranges) < 2:
         return None
+    for rng in ranges:
+        rng.raw_refs = raw_refs
     spool_dir = Path(tempfile.mkdtemp(prefix="trace-ranges-", dir=spool_dir))
-    parser = TraceParser(sink)
+    parser = TraceParser(sink, raw_refs=raw_refs)
     try:
         try:
             # fork: a worker is ready at once; it only reads its ranges and writes its spool files

@@ -90,6 +90,29 @@ def publish_raw(folder: Path, sha: str, staged: Path) -> str:
     return rel.as_posix()
 
 
+# The folder of each store this process opened, by the path DuckDB gives its database: a reader that
+# holds only a connection (the deep dive reading an artifact out of its file's raw copy) finds the
+# raw copies through it.
+_FOLDERS: dict[str, Path] = {}
+
+
+def register_folder(database_path: str, folder: Path) -> None:
+    _FOLDERS[database_path] = folder
+
+
+def folder_of(con) -> Path:
+    """The folder whose raw/ holds the raw copies of the store `con` reads (its current database)."""
+    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    path = row[0][0] if row else None
+    folder = _FOLDERS.get(path) if path else None
+    if folder is None and path and os.path.isfile(path):
+        folder = Path(path).parent   # an embedded store's file, opened without EmbeddedStore: raw/ is beside it
+    if folder is None:
+        raise StoreError(f"no store folder is known for the database {path!r}",
+                         "open the store with compilewatch (open_store) before reading raw copies through it")
+    return folder
+
+
 def keep_raw(folder: Path, tmp_dir: Path, src: Path) -> tuple[str, str, int]:
     """stage_raw then publish_raw: (sha256, path relative to folder, size)."""
     sha, staged, size = stage_raw(tmp_dir, src)

@@ -42,7 +42,8 @@ from compilewatch.store import LAKE_PREFIX as PREFIX
 from compilewatch.store import FileClaim, run_rows, scratch
 from compilewatch.store.derived import after_migration
 from compilewatch.store.files import (applied_migrations, check_not_newer, claim_checks, folder_bytes, held_reads,
-                                      keep_raw, migration_hint, migrations, quote, rollback, stored_run, transactions)
+                                      keep_raw, migration_hint, migrations, quote, register_folder, rollback,
+                                      stored_run, transactions)
 
 CLAIMS = "compilewatch_claims"
 # pg_advisory_xact_lock key under which a store's catalog is created and migrated: PostgreSQL itself
@@ -260,6 +261,8 @@ class LakeStore:
                     con.execute(f"ATTACH '{PREFIX}{quote(libpq(self.spec))}' AS lake "
                                 f"(DATA_PATH '{quote(str(self.data_dir))}/')")
                     con.execute("USE lake")
+                    register_folder(con.execute("SELECT path FROM duckdb_databases() "
+                                                "WHERE database_name = 'lake'").fetchall()[0][0], self.folder)
                 except duckdb.Error as e:
                     con.close()
                     raise _connection_error(self.spec, e) from None

@@ -15,11 +15,11 @@ __all__ = ["parse_trace", "TraceParser", "default_parsers"]
 
 
 class TraceParser:
-    def __init__(self, sink, parsers=None):
+    def __init__(self, sink, parsers=None, raw_refs: bool = False):
         self.sink = sink
         self.stats = TraceStats()
         self.reader = EnvelopeReader(sink, self.stats)
-        self.ctx = TraceContext(sink, self.stats)
+        self.ctx = TraceContext(sink, self.stats, raw_refs)
         self._events, self._artifacts, self._finishers, _ = dispatch_tables(parsers)
 
     def feed(self, stream) -> None:
@@ -53,9 +53,11 @@ class TraceParser:
         return self.stats
 
 
-def parse_trace(stream, sink) -> TraceStats:
-    """Parse one TORCH_TRACE log from ``stream`` into ``sink``; returns the reader's counts."""
-    p = TraceParser(sink)
+def parse_trace(stream, sink, raw_refs: bool = False) -> TraceStats:
+    """Parse one TORCH_TRACE log from ``stream`` into ``sink``; returns the reader's counts.
+    `raw_refs`: ``stream`` is byte for byte the raw copy the store keeps of the file, and artifact
+    rows point into it rather than hold their payloads (parsers/artifacts.py)."""
+    p = TraceParser(sink, raw_refs=raw_refs)
     try:
         p.feed(stream)
     finally:   # a read error ends the file early: the rows parsed before it still reach the sink

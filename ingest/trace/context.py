@@ -12,9 +12,12 @@ _MAX_OPEN_SPANS = 10_000
 
 
 class TraceContext:
-    def __init__(self, sink, stats: TraceStats):
+    def __init__(self, sink, stats: TraceStats, raw_refs: bool = False):
         self.sink = sink
         self.stats = stats
+        # payloads are left where they lie in the file: an artifact row holds their place in the raw
+        # copy the store keeps of this very file (parsers/artifacts.py); else each is compressed
+        self.raw_refs = raw_refs
         self.compressor = Compressor(sink)   # artifact rows: payloads compressed on another core
         # str envelopes: index -> file name (torch/_logging/structured.py intern_string)
         self.strings: dict[int, str] = {}

@@ -92,7 +92,7 @@ class Envelope:
     Ids are read from the envelope on first use: most records are never asked."""
 
     __slots__ = ("line_no", "name", "value", "data", "payload_bytes", "payload_ok", "payload_z", "payload_size",
-                 "prepared", "_payload", "_ids")
+                 "prepared", "raw_start", "raw_end", "_payload", "_ids")
 
     def __init__(self, line_no: int, name: str, data: dict):
         self.line_no = line_no
@@ -106,6 +106,11 @@ class Envelope:
         self.payload_z = None
         self.payload_size = 0
         self.prepared = None     # what its parser's prepare() made of it there (records.Parser)
+        # where the record lies in the stream read (byte offsets: its envelope line up to the line
+        # that ended its payload); None when read line by line. A fresh reader given these bytes
+        # alone reads this record with the same payload (see read_one).
+        self.raw_start = None
+        self.raw_end = None
         self._payload = None
         self._ids = None
 
@@ -186,10 +191,14 @@ class EnvelopeReader:
     """Turns lines into Envelopes. Keeps the half-read payload between ``envelopes()`` calls, so a log
     fed in several pieces reads exactly like the whole (see TraceParser.feed)."""
 
-    def __init__(self, sink, stats: TraceStats | None = None, line_offset: int = 0):
+    def __init__(self, sink, stats: TraceStats | None = None, line_offset: int = 0, byte_offset: int = 0):
         self.sink = sink
         self.stats = stats or TraceStats()
         self.line_no = line_offset
+        # the stream offset of the next byte to read, and of the line _line is given (None once a
+        # stream was read line by line: no offsets then)
+        self.pos: int | None = byte_offset
+        self._at: int | None = byte_offset
         self._pending: Envelope | None = None   # envelope whose payload lines are being collected
         self._expect: str = ""
         self._lines: list = []
@@ -209,6 +218,7 @@ class EnvelopeReader:
 
     def _finish_payload(self, at_eof: bool = False) -> Envelope:
         env = self._pending
+        env.raw_end = self.pos if at_eof else self._at
         lines = self._lines
         self._pending = None
         self._lines = []
@@ -281,6 +291,8 @@ class EnvelopeReader:
             self._flush_orphans()
         env = self._envelope(raw, self.line_no)
         if env is not None:
+            at = env.raw_start = self._at
+            env.raw_end = at + len(raw) if at is not None else None
             expect = env.data.get("has_payload")
             if expect is not None:
                 self._expect = expect if isinstance(expect, str) else repr(expect)
@@ -289,6 +301,7 @@ class EnvelopeReader:
                 out.append(env)
 
     def _from_lines(self, stream):
+        self.pos = self._at = None   # lines may have been changed on their way: no byte offsets
         out: list = []
         tab = b"\t"
         raw = None
@@ -321,6 +334,8 @@ class EnvelopeReader:
         out: list = []
         pending = b""
         parts: list = []   # blocks of one line longer than a block (binary garbage): joined once
+        track = self.pos is not None   # not after lines read one by one: offsets stay unknown then
+        base = self.pos or 0           # the stream offset of buf[0]
         while True:
             chunk = read(_CHUNK)
             if not chunk:
@@ -346,16 +361,25 @@ class EnvelopeReader:
                     pos = stop
                     continue
                 stop = buf.index(b"\n", pos) + 1
+                if track:
+                    self._at = base + pos
                 self._line(buf[pos:stop], out)
                 pos = stop
                 if out:
                     yield from out
                     out.clear()
+            base += cut
+            if track:
+                self.pos = self._at = base
             self._last_newline = True
         if parts:
             pending = b"".join((pending, *parts))
         if pending:   # the file ends without a newline
+            if track:
+                self._at = base
             self._line(pending, out)
+            if track:
+                self.pos = base + len(pending)
             self._last_newline = False
             yield from out
 
@@ -419,6 +443,24 @@ class EnvelopeReader:
             stats.unknown_events[name] += 1
         stats.events[name] += 1
         return Envelope(line_no, name, data)
+
+
+def read_one(data: bytes) -> Envelope | None:
+    """The record at data[0:] (bytes from one envelope's raw_start to its raw_end), read as the
+    reader read it in its file, payload and all; errors are not reported again."""
+    class _Quiet:
+        def error(self, *a) -> None:
+            pass
+    reader = EnvelopeReader(_Quiet())
+    blocks = iter((data,))
+    for env in reader.envelopes(_Blocks(lambda size: next(blocks, b""))):
+        return env
+    return reader.close()
+
+
+class _Blocks:
+    def __init__(self, read):
+        self.read = read
 
 
 def _is_text(raw: bytes) -> bool:

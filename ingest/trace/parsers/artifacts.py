@@ -2,10 +2,15 @@
 generated code, named ``artifact`` records) and the value-only records it renders beside them
 (symbolic-shape specialisations, real-tensor propagation, links), one ``artifacts`` row each.
 
-The payload is stored zlib-compressed (base64 on its way through the staging NDJSON; the loader
-decodes BLOB columns) so one artifact can be shown later without rereading a raw file that may be
-gzipped. Value-only records are stored as their JSON value with interned file names resolved, since
-the file's string table is gone once the file has been read.
+A payload is not copied when the file was read as it lies in the store's raw copy (a plain file,
+not gzipped; TraceContext.raw_refs): the row holds the record's place in that copy (raw_offset,
+raw_length: its envelope line up to the line that ended its payload), and the deep dive reads the
+record from there again with the same reader (envelope.read_one). The payloads are most of a trace's
+bytes: copying them into the database, compressed, cost the ingest a fifth of its time and the
+store as much space again. A gzipped file cannot be read at an offset: its payloads are stored
+zlib-compressed in payload_z (base64 on its way through the staging NDJSON; the loader decodes BLOB
+columns). Value-only records are stored as their JSON value with interned file names resolved,
+since the file's string table is gone once the file has been read.
 """
 from __future__ import annotations
 
@@ -50,9 +55,15 @@ def _row(env, ctx, kind: str, name, encoding: str, data: bytes) -> None:
 
 
 def _payload_row(env, ctx, kind: str, name, encoding: str) -> None:
-    """The envelope's payload as an artifact row: compressed here, or already by the process that
-    read this part of the file (ingest/trace_ranges.py: the same bytes, compressed the same way)."""
-    if env.payload_z is not None:
+    """The envelope's payload as an artifact row: its place in the raw copy, or compressed here, or
+    already by the process that read this part of the file (ingest/trace_ranges.py: the same bytes,
+    compressed the same way)."""
+    if ctx.raw_refs and env.raw_start is not None:
+        size = len(env.payload_bytes) if env.payload_bytes is not None else env.payload_size
+        row = _fields(env, kind, name, encoding, size)
+        row["raw_offset"], row["raw_length"] = env.raw_start, env.raw_end - env.raw_start
+        ctx.compressor.compressed("artifacts", row, "payload_z", None)   # in order after the rows before it
+    elif env.payload_z is not None:
         ctx.compressor.compressed("artifacts", _fields(env, kind, name, encoding, env.payload_size), "payload_z",
                                   env.payload_z)
     else:

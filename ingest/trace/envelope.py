@@ -26,6 +26,7 @@ using the kinds of ``ingest.records.ERROR_KINDS`` and reading goes on.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 from collections import Counter
@@ -445,22 +446,21 @@ class EnvelopeReader:
         return Envelope(line_no, name, data)
 
 
+class _Quiet:
+    """A sink for errors already reported once."""
+
+    def error(self, *args) -> None:
+        pass
+
+
 def read_one(data: bytes) -> Envelope | None:
-    """The record at data[0:] (bytes from one envelope's raw_start to its raw_end), read as the
-    reader read it in its file, payload and all; errors are not reported again."""
-    class _Quiet:
-        def error(self, *a) -> None:
-            pass
+    """The record in `data` (a file's bytes from one envelope's raw_start to its raw_end), read as
+    the reader read it in its file, payload and all: the reader's state at an envelope line is the
+    same whatever came before it (ingest/trace_ranges.py cuts a file there for the same reason)."""
     reader = EnvelopeReader(_Quiet())
-    blocks = iter((data,))
-    for env in reader.envelopes(_Blocks(lambda size: next(blocks, b""))):
+    for env in reader.envelopes(io.BytesIO(data)):
         return env
     return reader.close()
-
-
-class _Blocks:
-    def __init__(self, read):
-        self.read = read
 
 
 def _is_text(raw: bytes) -> bool:

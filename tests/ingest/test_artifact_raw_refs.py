@@ -22,6 +22,7 @@ from compilewatch.ingest.loader import ingest_paths
 from compilewatch.ingest.reingest import reingest
 from compilewatch.ingest.trace.parsers.artifacts import PAYLOAD_EVENTS
 from compilewatch.store import open_store
+from compilewatch.store.copy import copy_store
 
 PAYLOAD_KINDS = (*PAYLOAD_EVENTS, "artifact")
 
@@ -118,3 +119,23 @@ def test_reingest_keeps_the_places_and_a_lost_raw_copy_is_named(traces, gzipped,
         with pytest.raises(NotFoundError) as e:
             artifacts.fetch(con, run_id, file_id, line_no)
         assert stored in str(e.value) and "raw/" in e.value.hint
+
+
+def test_a_shared_store_reads_the_places_under_its_data_path(traces, gzipped, lake_store):
+    """DuckLake keeps the raw copies under the data path every host reaches: a fetch through the
+    lake's connection finds them there."""
+    for plain, _ in traces[2:]:
+        assert ingest_paths(lake_store, [plain]).ok
+    found = _artifacts(lake_store)
+    assert len(found) == 2
+    _same_payloads(found, {k: v for k, v in gzipped.items() if k in found})
+
+
+def test_a_copied_store_reads_the_places_in_its_own_raw_copies(traces, gzipped, tmp_path):
+    src = _ingest(tmp_path / "a" / "cw.duckdb", [p for p, _ in traces[2:]])
+    dst = open_store(tmp_path / "b" / "cw.duckdb")
+    copy_store(src, dst)
+    shutil.rmtree(tmp_path / "a")   # nothing is read from the source any more
+    found = _artifacts(dst)
+    assert len(found) == 2
+    _same_payloads(found, {k: v for k, v in gzipped.items() if k in found})

@@ -1,11 +1,14 @@
 """The deep dive in a real browser: a real trace (tests/fixtures/trace/deep_dive.log.gz, CPU torch
-2.13) ingested, the Streamlit server started, Run detail opened at a compile id in headless
-Chromium; picking an artifact shows its payload, the Stack trie tab shows the trie. Screenshots go
-to test-artifacts/screenshots/deep_dive/.
+2.13, unpacked as torch writes it, so its artifacts are read out of the store's raw copy) ingested,
+the Streamlit server started, Run detail opened at a compile id in headless Chromium; picking an
+artifact shows its payload, the Stack trie tab shows the trie. Screenshots go to
+test-artifacts/screenshots/deep_dive/.
 
     .venv/bin/pytest -m browser tests/app/test_deep_dive_browser.py
 """
 from __future__ import annotations
+
+import gzip
 
 import pytest
 
@@ -22,10 +25,14 @@ SHOTS = ROOT / "test-artifacts" / "screenshots" / "deep_dive"
 @pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))
 def test_artifact_and_trie_in_the_browser(tmp_path):
     store = open_store(tmp_path / "cw.duckdb")
-    report = ingest_paths(store, [ROOT / "tests" / "fixtures" / "trace" / "deep_dive.log.gz"])
+    trace = tmp_path / "deep_dive.log"
+    trace.write_bytes(gzip.decompress((ROOT / "tests" / "fixtures" / "trace" / "deep_dive.log.gz").read_bytes()))
+    report = ingest_paths(store, [trace])
     rid = report.files[0].run_id
     with store.read() as con:
         graph = next(a for a in artifacts.list_artifacts(con, rid, "0/0") if a["kind"] == "aot_backward_graph")
+        assert con.execute("SELECT payload_z IS NULL AND raw_offset IS NOT NULL FROM artifacts "
+                           "WHERE file_id = ? AND line_no = ?", [graph["file_id"], graph["line_no"]]).fetchall() == [(True,)]
         first_line = artifacts.fetch(con, rid, graph["file_id"], graph["line_no"]).text.splitlines()[0]
     SHOTS.mkdir(parents=True, exist_ok=True)
     with dashboard_server(store.db_path) as base, chromium_page(height=1600) as page:

@@ -148,12 +148,15 @@ def fetch(con, run_id: str, file_id: int, line_no: int) -> Artifact:
 
 def _from_raw(folder, stored_path: str | None, offset: int, length: int, line_no: int) -> bytes:
     """An artifact's payload, read again out of its file's raw copy at the record's place."""
-    path = folder / stored_path if stored_path else None
+    if not stored_path:
+        raise NotFoundError(f"the file of the artifact at line {line_no} has no raw copy recorded",
+                            "ingest the file again to store its raw copy")
+    path = folder / stored_path
     try:
         with open(path, "rb") as f:
             f.seek(offset)
             data = f.read(length)
-    except (OSError, TypeError) as e:
+    except OSError as e:
         raise NotFoundError(f"the raw copy of this artifact's file ({path}) cannot be read: "
                             f"{getattr(e, 'strerror', None) or e}",
                             "the store keeps every file's raw copy under raw/: restore it from a backup") from None

@@ -31,7 +31,6 @@ from compilewatch.core.errors import StoreBusyError, StoreCorruptError, StoreErr
 from compilewatch.store import FileClaim, run_rows, scratch, torn_block
 from compilewatch.store.derived import after_migration, refresh_stale, stale_runs
 from compilewatch.store.files import (applied_migrations, check_not_newer, folder_bytes, held_reads, keep_raw,
-                                      register_folder,
                                       lock_timeout, migration_hint, migrations, quote, run_exists, stored_run,
                                       transactions)
 
@@ -78,7 +77,6 @@ class EmbeddedStore:
     def __init__(self, db_path: Path):
         self.db_path = Path(db_path).resolve()
         self.folder = self.db_path.parent
-        register_folder(str(self.db_path), self.folder)
         self.raw_dir = self.folder / "raw"
         self.inbox_dir = self.folder / "inbox"
         self.tmp_root = self.folder / "tmp"

@@ -90,9 +90,9 @@ def publish_raw(folder: Path, sha: str, staged: Path) -> str:
     return rel.as_posix()
 
 
-# The folder of each store this process opened, by the path DuckDB gives its database: a reader that
-# holds only a connection (the deep dive reading an artifact out of its file's raw copy) finds the
-# raw copies through it.
+# The data path of each DuckLake store this process opened, by the path DuckDB gives its database: a
+# reader that holds only a connection (the deep dive reading an artifact out of its file's raw copy)
+# finds the raw copies through it. An embedded store's folder is its database file's.
 _FOLDERS: dict[str, Path] = {}
 
 
@@ -106,7 +106,7 @@ def folder_of(con) -> Path:
     path = row[0][0] if row else None
     folder = _FOLDERS.get(path) if path else None
     if folder is None and path and os.path.isfile(path):
-        folder = Path(path).parent   # an embedded store's file, opened without EmbeddedStore: raw/ is beside it
+        folder = Path(path).parent   # an embedded store: raw/ is beside its database file
     if folder is None:
         raise StoreError(f"no store folder is known for the database {path!r}",
                          "open the store with compilewatch (open_store) before reading raw copies through it")

@@ -9,6 +9,9 @@ or a run that moves to another day all end with the sums over the runs as they a
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from compilewatch.store.run_filter import runs_match, runs_param
 from compilewatch.store.run_keys import HARDWARE, RUN_TIME
 
 _RUN_TIME = RUN_TIME.replace("r.", "rt.")
@@ -61,17 +64,26 @@ _DAY = {
 TABLES = ("rollup_day_runs", *_DAY)
 _MEMBERS = (f"SELECT r.run_id, ({RUN_TIME})::DATE, r.model, {HARDWARE}, r.torch_version, r.label "
             f"FROM runs r WHERE {{flt}}")
-# one cell, nulls included (a run without a model is a cell of its own)
-_IN_CELL = " AND ".join(f"{{a}}.{c} IS NOT DISTINCT FROM ?" for c in CELL)
+# the cells given as $1..$5, one array per column (cell_params), nulls included: a run without a
+# model is a cell of its own
+_CELLS = ("(SELECT unnest($1::DATE[]) AS day, unnest($2::VARCHAR[]) AS model, unnest($3::VARCHAR[]) AS hardware, "
+          "unnest($4::VARCHAR[]) AS torch_version, unnest($5::VARCHAR[]) AS label)")
+_IN_CELLS = ("EXISTS (SELECT 1 FROM " + _CELLS + " c WHERE "
+             + " AND ".join(f"c.{c} IS NOT DISTINCT FROM {{a}}.{c}" for c in CELL) + ")")
 
 
-def refresh_day_rollups(con, run_id: str | None = None, tables: tuple[str, ...] = TABLES) -> set | None:
-    """Sum the cells of one run again (its old and its new cell), or every cell when run_id is None,
-    from the per-run rollups, which must be refreshed first. Runs inside the caller's transaction.
-    ``tables`` (with run_id None) rebuilds only those: a migration's backfill sums the tables it
-    added, and no table a later migration adds. Returns the cells summed again (None: all of them),
-    whose month cells store/month_rollups.py then sums."""
-    if run_id is None:
+def cell_params(cells) -> list[list]:
+    """The cells as $1..$5 of _CELLS: one list per column."""
+    return [list(col) for col in zip(*cells)] if cells else [[] for _ in CELL]
+
+
+def refresh_day_rollups(con, run_ids: Sequence[str] | None = None, tables: tuple[str, ...] = TABLES) -> set | None:
+    """Sum the cells of the runs ``run_ids`` again (their old and their new cells), or every cell
+    when None, from the per-run rollups, which must be refreshed first. Runs inside the caller's
+    transaction. ``tables`` (with run_ids None) rebuilds only those: a migration's backfill sums
+    the tables it added, and no table a later migration adds. Returns the cells summed again (None:
+    all of them), whose month cells store/month_rollups.py then sums."""
+    if run_ids is None:
         if "rollup_day_runs" in tables:
             con.execute("DELETE FROM rollup_day_runs").fetchall()
             con.execute(f"INSERT INTO rollup_day_runs {_MEMBERS.replace('{flt}', 'TRUE')}").fetchall()
@@ -85,14 +97,17 @@ def refresh_day_rollups(con, run_id: str | None = None, tables: tuple[str, ...] 
                 flt = "date_trunc('month', m.day) IS NOT DISTINCT FROM ?"
                 con.execute(f"INSERT INTO {table} {select.replace('{flt}', flt)}", [month]).fetchall()
         return None
-    cell_of = f"SELECT {', '.join(CELL)} FROM rollup_day_runs WHERE run_id = ?"
-    cells = set(con.execute(cell_of, [run_id]).fetchall())
-    con.execute("DELETE FROM rollup_day_runs WHERE run_id = ?", [run_id]).fetchall()
-    con.execute(f"INSERT INTO rollup_day_runs {_MEMBERS.replace('{flt}', 'r.run_id = ?')}", [run_id]).fetchall()
-    cells |= set(con.execute(cell_of, [run_id]).fetchall())
-    for cell in cells:
-        for table, select in _DAY.items():
-            con.execute(f"DELETE FROM {table} WHERE {_IN_CELL.format(a=table)}", list(cell)).fetchall()
-            con.execute(f"INSERT INTO {table} {select.replace('{flt}', _IN_CELL.format(a='m'))}",
-                        list(cell)).fetchall()
+    flt, param = runs_match(run_ids), [runs_param(run_ids)]
+    cells_of = f"SELECT DISTINCT {', '.join(CELL)} FROM rollup_day_runs WHERE {flt}"
+    cells = set(con.execute(cells_of, param).fetchall())
+    con.execute(f"DELETE FROM rollup_day_runs WHERE {flt}", param).fetchall()
+    con.execute(f"INSERT INTO rollup_day_runs {_MEMBERS.replace('{flt}', runs_match(run_ids, 'r.run_id'))}",
+                param).fetchall()
+    cells |= set(con.execute(cells_of, param).fetchall())
+    if not cells:
+        return cells
+    columns = cell_params(cells)
+    for table, select in _DAY.items():
+        con.execute(f"DELETE FROM {table} WHERE {_IN_CELLS.format(a=table)}", columns).fetchall()
+        con.execute(f"INSERT INTO {table} {select.replace('{flt}', _IN_CELLS.format(a='m'))}", columns).fetchall()
     return cells

@@ -2,10 +2,12 @@
 metrics (store/run_metrics.py), its rollups (store/rollups.py), the day rollups of its cell
 (store/day_rollups.py) and the month rollups of that cell's month (store/month_rollups.py).
 Refreshed inside the ingest transaction of each of the run's files, or, when the writer keeps its
-connection across files, once per run before it lets the lock go (mark_stale, refresh_stale); after
-a reingest; and for every stored run when the migration that added them is applied."""
+connection across files, once for all the runs it marked before it lets the lock go (mark_stale,
+refresh_stale: one statement per table for all of them); after a reingest; and for every stored
+run when the migration that added them is applied."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 import duckdb
@@ -36,12 +38,25 @@ BACKFILLS = {
 }
 
 
+# Runs refreshed per statement by refresh_stale: its statements' groups stay small however many
+# runs a long hold marked.
+RUNS_PER_REFRESH = 500
+
+
+def refresh_runs(con, run_ids: Sequence[str]) -> None:
+    """Rebuild the derived facts of the runs ``run_ids``, one statement per table for all of them.
+    Runs inside the caller's transaction."""
+    if not run_ids:
+        return
+    refresh_hardware(con, run_ids)
+    refresh_run_metrics(con, run_ids)
+    refresh_rollups(con, run_ids)
+    cells = refresh_day_rollups(con, run_ids)   # after the per-run rollups it sums
+    refresh_month_rollups(con, cells)           # after the day rollups it sums
+
+
 def refresh_run(con, run_id: str) -> None:
-    refresh_hardware(con, run_id)
-    refresh_run_metrics(con, run_id)
-    refresh_rollups(con, run_id)
-    cells = refresh_day_rollups(con, run_id)   # after the per-run rollups it sums
-    refresh_month_rollups(con, cells)          # after the day rollups it sums
+    refresh_runs(con, [run_id])
 
 
 def mark_stale(con, run_id: str) -> None:
@@ -64,11 +79,10 @@ def stale_runs(con) -> list[str]:
 
 def refresh_stale(con) -> int:
     """Refresh every marked run and drop the markers, inside the caller's transaction; the number
-    of runs refreshed. In the order they were marked: the rollups' rows then lie in the order a
-    refresh per file leaves them, which is what any_value() picks from."""
+    of runs refreshed. All of them at once, a slice of runs per statement (refresh_runs)."""
     runs = stale_runs(con)
-    for run_id in runs:
-        refresh_run(con, run_id)
+    for i in range(0, len(runs), RUNS_PER_REFRESH):
+        refresh_runs(con, runs[i:i + RUNS_PER_REFRESH])
     if runs:
         con.execute("DELETE FROM stale_runs").fetchall()
     return len(runs)

@@ -10,9 +10,14 @@ The key reads "NVIDIA H200 ×1", "CPU (AMD EPYC 9654) ×2", "CPU ×1" (model not
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from compilewatch.store.run_filter import runs_match, runs_param
+
 UNKNOWN = "unknown"
 
-# {flt} is "run_id = $1" for one run or "TRUE" for all; the same filter applies to every source.
+# {flt} picks the runs refreshed (store/run_filter.py) or is "TRUE" for all; the same filter
+# applies to every source.
 _SQL = """
 WITH ts AS (
     SELECT run_id, max(world_size) AS ws, count(*) AS files,
@@ -53,8 +58,13 @@ FROM facts WHERE runs.run_id = facts.run_id
 """
 
 
-def refresh_hardware(con, run_id: str | None = None) -> None:
-    """Fill runs.device_kind / world_size / cpu_model / gpu_name / hardware for one run (or all)."""
-    flt = "run_id = $1" if run_id is not None else "TRUE"
-    sql = _SQL.replace("{rflt}", "r." + flt if run_id is not None else flt).replace("{flt}", flt).replace("{unknown}", UNKNOWN)
-    con.execute(sql, [run_id] if run_id is not None else []).fetchall()
+def refresh_hardware(con, run_ids: Sequence[str] | None = None) -> None:
+    """Fill runs.device_kind / world_size / cpu_model / gpu_name / hardware for the runs ``run_ids``
+    (or all when None)."""
+    if run_ids is None:
+        flt = rflt = "TRUE"
+        params = []
+    else:
+        flt, rflt, params = runs_match(run_ids), runs_match(run_ids, "r.run_id"), [runs_param(run_ids)]
+    sql = _SQL.replace("{rflt}", rflt).replace("{flt}", flt).replace("{unknown}", UNKNOWN)
+    con.execute(sql, params).fetchall()

@@ -29,14 +29,14 @@ _MONTH = {
 }
 TABLES = tuple(_MONTH)
 _MONTH_OF = "date_trunc('month', d.day)::DATE"
-# one month cell, given as (a day in it, model, hardware, torch version); the day range lets DuckDB
-# skip the day rollup's row groups of other months
-_IN_MONTH_CELL = ("(d.day >= date_trunc('month', ?::DATE) AND d.day < date_trunc('month', ?::DATE) + INTERVAL 1 MONTH"
-                  " OR (?::DATE IS NULL AND d.day IS NULL))"
-                  " AND d.model IS NOT DISTINCT FROM ? AND d.hardware IS NOT DISTINCT FROM ?"
-                  " AND d.torch_version IS NOT DISTINCT FROM ?")
-_MONTH_CELL_ROWS = ("month IS NOT DISTINCT FROM date_trunc('month', ?::DATE)::DATE AND model IS NOT DISTINCT FROM ?"
-                    " AND hardware IS NOT DISTINCT FROM ? AND torch_version IS NOT DISTINCT FROM ?")
+# the month cells given as $1..$4, one array per column (months as their first days); $5 and $6,
+# the first and the last of those months, let DuckDB skip the row groups of other months
+_IN_MONTH_CELLS = (
+    "({col} IS NULL OR {col} >= $5::DATE AND {col} < $6::DATE + INTERVAL 1 MONTH) AND EXISTS (SELECT 1 FROM "
+    "(SELECT unnest($1::DATE[]) AS month, unnest($2::VARCHAR[]) AS model, unnest($3::VARCHAR[]) AS hardware, "
+    "unnest($4::VARCHAR[]) AS torch_version) c WHERE c.month IS NOT DISTINCT FROM {month} "
+    "AND c.model IS NOT DISTINCT FROM {a}.model AND c.hardware IS NOT DISTINCT FROM {a}.hardware "
+    "AND c.torch_version IS NOT DISTINCT FROM {a}.torch_version)")
 
 
 def _select(table: str, where: str) -> str:
@@ -62,8 +62,12 @@ def refresh_month_rollups(con, day_cells=None, tables: tuple[str, ...] = TABLES)
         return
     month_cells = {(day.replace(day=1) if day is not None else None, model, hardware, torch)
                    for day, model, hardware, torch, _label in day_cells}
-    for month, model, hardware, torch in month_cells:
-        for table in tables:
-            con.execute(f"DELETE FROM {table} WHERE {_MONTH_CELL_ROWS}", [month, model, hardware, torch]).fetchall()
-            con.execute(f"INSERT INTO {table} {_select(table, _IN_MONTH_CELL)}",
-                        [month, month, month, model, hardware, torch]).fetchall()
+    if not month_cells:
+        return
+    months = [m for m, *_ in month_cells if m is not None]
+    params = [list(col) for col in zip(*month_cells)] + [min(months, default=None), max(months, default=None)]
+    for table in tables:
+        con.execute(f"DELETE FROM {table} d WHERE {_IN_MONTH_CELLS.format(col='d.month', month='d.month', a='d')}",
+                    params).fetchall()
+        con.execute(f"INSERT INTO {table} {_select(table, _IN_MONTH_CELLS.format(col='d.day', month=_MONTH_OF, a='d'))}",
+                    params).fetchall()

@@ -5,11 +5,15 @@ by the SQL below, inside the transaction of each of its files (store/derived.py)
 and for every run when migration 009 is applied; tests/ingest/test_rollups.py checks each against
 the aggregate over the raw rows.
 
-Each rollup is a function of the run's rows only (WHERE run_id = ?), never of what was there before:
-a file whose rows were written in several batches, a duplicate refused, a file re-parsed or a store
+Each rollup is a function of its run's rows only (WHERE {flt}), never of what was there before: a
+file whose rows were written in several batches, a duplicate refused, a file re-parsed or a store
 copied all end with the same rollup rows.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+from compilewatch.store.run_filter import runs_match, runs_param
 
 # The hotspot grouping of a graph break; parsers fill break_key, the fallback keeps rows from an
 # older parser grouped too. The pages' drill-down into one key reads graph_breaks with the same text.
@@ -88,22 +92,23 @@ TABLES = tuple(_ROLLUPS)
 RUNS_PER_STATEMENT = 2000
 
 
-def refresh_rollups(con, run_id: str | None = None, tables: tuple[str, ...] = TABLES) -> None:
-    """Rebuild the rollups of one run, or of every run when run_id is None, from the event tables.
-    Runs inside the caller's transaction. ``tables`` (with run_id None) rebuilds only those: a
-    migration's backfill builds the tables it added, and no table a later migration adds."""
-    if run_id is None:
+def refresh_rollups(con, run_ids: Sequence[str] | None = None, tables: tuple[str, ...] = TABLES) -> None:
+    """Rebuild the rollups of the runs ``run_ids``, or of every run when None, from the event
+    tables. Runs inside the caller's transaction. ``tables`` (with run_ids None) rebuilds only
+    those: a migration's backfill builds the tables it added, and no table a later migration adds."""
+    if run_ids is None:
         runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
         slices = max(1, -(-runs // RUNS_PER_STATEMENT))
+    else:
+        flt, param = runs_match(run_ids), [runs_param(run_ids)]
     for table, select in _ROLLUPS.items():
-        if run_id is None and table not in tables:
+        if run_ids is None and table not in tables:
             continue
-        if run_id is None:
+        if run_ids is None:
             con.execute(f"DELETE FROM {table}").fetchall()
             for i in range(slices):
                 flt = f"hash(run_id) % {slices} = {i}"
                 con.execute(f"INSERT INTO {table} {select.replace('{flt}', flt)}").fetchall()
         else:
-            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id]).fetchall()
-            n = select.count("{flt}")
-            con.execute(f"INSERT INTO {table} {select.replace('{flt}', 'run_id = ?')}", [run_id] * n).fetchall()
+            con.execute(f"DELETE FROM {table} WHERE {flt}", param).fetchall()
+            con.execute(f"INSERT INTO {table} {select.replace('{flt}', flt)}", param).fetchall()

@@ -12,7 +12,10 @@ job waited); step and iteration times pool the ranks' steady samples.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from compilewatch.store.run_filter import runs_match, runs_param
 
 
 @dataclass(frozen=True)
@@ -106,20 +109,21 @@ def _sql(flt: str) -> str:
             f"JOIN (VALUES {defs}) d(metric, unit, direction, source) USING (metric)")
 
 
-def _params(run_id):
-    out = [run_id]
+def _params(run_ids):
+    out = [runs_param(run_ids) if run_ids is not None else None]
     for m in METRICS:
         out += [m.name, m.unit, m.direction, m.source]
     return out
 
 
-def refresh_run_metrics(con, run_id: str | None = None) -> None:
-    """Rebuild run_metrics for one run, or for every run when run_id is None. Runs inside the
+def refresh_run_metrics(con, run_ids: Sequence[str] | None = None) -> None:
+    """Rebuild run_metrics for the runs ``run_ids``, or for every run when None. Runs inside the
     caller's transaction."""
-    if run_id is None:
+    if run_ids is None:
         con.execute("DELETE FROM run_metrics").fetchall()
         # $1 is unused when every run is refreshed, but keeps the numbering of the rest
         con.execute(_sql("($1 IS NULL)"), _params(None)).fetchall()
     else:
-        con.execute("DELETE FROM run_metrics WHERE run_id = ?", [run_id]).fetchall()
-        con.execute(_sql("run_id = $1"), _params(run_id)).fetchall()
+        flt = runs_match(run_ids)
+        con.execute(f"DELETE FROM run_metrics WHERE {flt}", [runs_param(run_ids)]).fetchall()
+        con.execute(_sql(flt), _params(run_ids)).fetchall()

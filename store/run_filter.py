@@ -1,0 +1,22 @@
+"""The runs a refresh of derived facts covers (store/derived.py), as one SQL condition bound to $1.
+
+A writer that keeps its connection across files refreshes all the runs it marked in one pass per
+table instead of one pass per run (each statement costs about the same for one run as for fifty:
+most of it is planning and scanning the column), so every refresh takes a list of run ids."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def runs_match(run_ids: Sequence[str], column: str = "run_id") -> str:
+    """True for the rows of `run_ids`, with runs_param(run_ids) as $1. One run is an equality,
+    which DuckDB prunes row groups (and DuckLake data files) with. Several are a filter on the
+    scan, not a join: ``IN (SELECT unnest($1))`` made each statement a semi join, and run_metrics'
+    union of eleven of them ran out of the writer's 64 MB over the 92 sample runs."""
+    if len(run_ids) == 1:
+        return f"{column} = $1"
+    return f"list_contains($1::VARCHAR[], {column})"
+
+
+def runs_param(run_ids: Sequence[str]):
+    return run_ids[0] if len(run_ids) == 1 else list(run_ids)

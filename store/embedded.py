@@ -6,6 +6,7 @@
     <folder>/tmp/<host>-<pid>/     one process's scratch: row batches, raw copies, unpacked archives
     <db>.lock                      flock: many readers or one writer, across processes and threads
     <db>.version                   bumped after every committed write; caches key on it
+    <db>.waiting                   touched by a process while it waits for the flock (writes_held)
 
 DuckDB allows one read-write process per database file and refuses (rather than waits for) a
 conflicting open. Every user here — dashboard threads, the CLI, inbox ingest — therefore opens the
@@ -54,6 +55,11 @@ MIGRATION_MEMORY = "1GB"
 # How long `writes_held` keeps the writer lock across files before letting waiting readers in (a
 # dashboard page waits at most about this, plus one file's write).
 HOLD_SECONDS = 2.0
+# ... but only when another process waits for the lock (it says so in <db>.waiting, see _flock):
+# with nobody waiting, letting go cost a refresh and a checkpoint at close each time, ~0.5 s every
+# 2 s of a folder ingest. A waiter that cannot say so (a read-only folder) waits at most this.
+MAX_HOLD_SECONDS = 30.0
+WAITER_FRESH_S = 1.0   # a waiter touches its mark at least every LOCK_POLL_S; older marks are stale
 # A process waiting for the lock tries again at least this often; after a hold, the writer leaves
 # the lock free for longer than that before taking it again, so every waiting reader gets its turn
 # (a writer that took it back at once would starve them: flock has no queue).
@@ -83,6 +89,7 @@ class EmbeddedStore:
         self.lock_path = self.db_path.with_name(self.db_path.name + ".lock")
         self.version_path = self.db_path.with_name(self.db_path.name + ".version")
         self.wal_path = self.db_path.with_name(self.db_path.name + ".wal")   # DuckDB's write-ahead log
+        self.waiting_path = self.db_path.with_name(self.db_path.name + ".waiting")
         self._held = threading.local()   # reads_held: this thread's kept connection
         # writes_held: the writer connection kept across units of work, its flock and when it was
         # opened; the mutex makes one thread at a time use it (a DuckDB connection is not shared)
@@ -240,11 +247,30 @@ class EmbeddedStore:
                         raise _OwnWriterHeld() from None
                     if time.monotonic() > deadline:
                         raise StoreBusyError(f"{self.db_path.name} stayed locked for {timeout:.0f} s")
+                    self._say_waiting()
                     time.sleep(delay)
                     delay = min(delay * 2, LOCK_POLL_S)
             yield
         finally:
             os.close(fd)  # closing releases the flock
+
+    def _say_waiting(self) -> None:
+        """Tell a writer that holds the lock across units of work (writes_held) that a process
+        waits for it: touched on every try, so a writer sees a waiter as one whose mark is fresh."""
+        try:
+            fd = os.open(self.waiting_path, os.O_WRONLY | os.O_CREAT, 0o666)
+            try:
+                os.utime(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass   # a read-only folder: the writer lets go after MAX_HOLD_SECONDS anyway
+
+    def _someone_waits(self) -> bool:
+        try:
+            return time.time() - self.waiting_path.stat().st_mtime < WAITER_FRESH_S
+        except OSError:
+            return False
 
     def _lock_unless_own_writer(self, exclusive: bool, timeout: float, deadline: float) -> ExitStack | None:
         """The flock, held by the returned stack (the caller closes it), or None when this
@@ -391,9 +417,11 @@ class EmbeddedStore:
                         raise
                     if bump_version:
                         self._bump_version()
-                    if self._writer is not None and (not self._writes_held
-                                                     or time.monotonic() - self._writer[2] > HOLD_SECONDS):
-                        self.release_writes()
+                    if self._writer is not None:
+                        held_for = time.monotonic() - self._writer[2]
+                        if not self._writes_held or held_for > MAX_HOLD_SECONDS or (
+                                held_for > HOLD_SECONDS and self._someone_waits()):
+                            self.release_writes()
                     return
             stack = self._lock_unless_own_writer(True, timeout, deadline)
             if stack is None:
@@ -411,8 +439,9 @@ class EmbeddedStore:
     @contextmanager
     def writes_held(self):
         """Units of work written in the block share one writer connection and keep the writer lock
-        between them, for up to HOLD_SECONDS at a time; then the lock is let go after a write, and
-        taken again by the next. Opening the database, and closing it (which checkpoints what the
+        between them. Once it has been held HOLD_SECONDS and another process waits for it, the lock
+        is let go after a write, and taken again by the next (after MAX_HOLD_SECONDS whether or not
+        anyone is known to wait). Opening the database, and closing it (which checkpoints what the
         writes left in the log), cost ~0.2 s per file when each file's write opened and closed its
         own; for a folder of small bundles that was most of the ingest. Every write still commits on
         its own. Reads of this process in the block (another thread's, too) use the held

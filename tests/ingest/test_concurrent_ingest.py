@@ -45,8 +45,9 @@ def test_racing_ingests_store_each_file_once(tmp_path):
 
 def test_readers_get_in_while_a_folder_ingest_keeps_its_writer(tmp_path):
     """A folder ingest keeps one writer connection, and the writer lock, from one file to the next
-    (EmbeddedStore.writes_held), but lets it go every HOLD_SECONDS: a reader in another process
-    waits about that long, never for the whole ingest, and sees the files stored so far."""
+    (EmbeddedStore.writes_held), but lets it go every HOLD_SECONDS while another process waits: a
+    reader in another process waits about that long, never for the whole ingest, and sees the files
+    stored so far."""
     from compilewatch.store.embedded import EmbeddedStore
 
     db = tmp_path / "store" / "cw.duckdb"
@@ -88,6 +89,34 @@ def test_readers_get_in_while_a_folder_ingest_keeps_its_writer(tmp_path):
     # a wait is one hold plus the write under way (a few seconds on a loaded CI machine), far below the
     # ingest's own length
     assert max(waits) < hold + 10, waits
+
+
+def test_a_writer_nobody_waits_for_keeps_its_lock_to_the_end(tmp_path, monkeypatch):
+    """Letting the lock go costs the refresh of the marked runs and a checkpoint at close: a held
+    writer lets go after HOLD_SECONDS only when another process has said it waits (<db>.waiting,
+    which the reader test above relies on), so with nobody waiting it lets go once, at the end, and
+    refreshes every run in that one pass."""
+    from compilewatch.ingest.loader import ingest_paths
+    from compilewatch.store import derived, embedded, open_store
+
+    monkeypatch.setattr(embedded, "HOLD_SECONDS", 0.0)   # any write would let go, were anyone waiting
+    monkeypatch.setattr(embedded, "MAX_HOLD_SECONDS", 600.0)
+    releases, passes = [], []
+    real_release, real_refresh = embedded.EmbeddedStore.release_writes, derived.refresh_runs
+
+    def counted_release(self, refresh=True):
+        releases.append(self._writer is not None)
+        real_release(self, refresh)
+
+    monkeypatch.setattr(embedded.EmbeddedStore, "release_writes", counted_release)
+    monkeypatch.setattr(derived, "refresh_runs", lambda con, ids: (passes.append(list(ids)), real_refresh(con, ids)))
+    store = open_store(tmp_path / "cw.duckdb")
+    report = ingest_paths(store, [REPO / "sample_logs" / "cpu-torch2.13-versions"])
+    runs = {f.run_id for f in report.files if f.status == "stored"}
+    assert report.ok and len(runs) > 3 and len(report.files) > 10
+    assert releases.count(True) == 1, releases                    # let go once, at the end
+    assert len(passes) == 1 and sorted(passes[0]) == sorted(runs), passes
+    assert not store.waiting_path.exists()                        # nobody waited
 
 
 def test_a_copy_in_the_same_folder_is_found_while_the_writer_is_held(tmp_path):

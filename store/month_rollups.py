@@ -29,7 +29,15 @@ _MONTH = {
 }
 TABLES = tuple(_MONTH)
 _MONTH_OF = "date_trunc('month', d.day)::DATE"
-# the month cells given as $1..$4, one array per column (months as their first days); $5 and $6,
+# one month cell, given as (a day in it, model, hardware, torch version); the day range lets DuckDB
+# skip the day rollup's row groups of other months
+_IN_MONTH_CELL = ("(d.day >= date_trunc('month', ?::DATE) AND d.day < date_trunc('month', ?::DATE) + INTERVAL 1 MONTH"
+                  " OR (?::DATE IS NULL AND d.day IS NULL))"
+                  " AND d.model IS NOT DISTINCT FROM ? AND d.hardware IS NOT DISTINCT FROM ?"
+                  " AND d.torch_version IS NOT DISTINCT FROM ?")
+_MONTH_CELL_ROWS = ("month IS NOT DISTINCT FROM date_trunc('month', ?::DATE)::DATE AND model IS NOT DISTINCT FROM ?"
+                    " AND hardware IS NOT DISTINCT FROM ? AND torch_version IS NOT DISTINCT FROM ?")
+# several month cells (a refresh of many runs at once), given as $1..$4, one array per column (months as their first days); $5 and $6,
 # the first and the last of those months, let DuckDB skip the row groups of other months
 _IN_MONTH_CELLS = (
     "({col} IS NULL OR {col} >= $5::DATE AND {col} < $6::DATE + INTERVAL 1 MONTH) AND EXISTS (SELECT 1 FROM "
@@ -62,6 +70,13 @@ def refresh_month_rollups(con, day_cells=None, tables: tuple[str, ...] = TABLES)
         return
     month_cells = {(day.replace(day=1) if day is not None else None, model, hardware, torch)
                    for day, model, hardware, torch, _label in day_cells}
+    if len(month_cells) == 1:
+        month, model, hardware, torch = next(iter(month_cells))
+        for table in tables:
+            con.execute(f"DELETE FROM {table} WHERE {_MONTH_CELL_ROWS}", [month, model, hardware, torch]).fetchall()
+            con.execute(f"INSERT INTO {table} {_select(table, _IN_MONTH_CELL)}",
+                        [month, month, month, model, hardware, torch]).fetchall()
+        return
     if not month_cells:
         return
     months = [m for m, *_ in month_cells if m is not None]

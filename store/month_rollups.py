@@ -37,8 +37,9 @@ _IN_MONTH_CELL = ("(d.day >= date_trunc('month', ?::DATE) AND d.day < date_trunc
                   " AND d.torch_version IS NOT DISTINCT FROM ?")
 _MONTH_CELL_ROWS = ("month IS NOT DISTINCT FROM date_trunc('month', ?::DATE)::DATE AND model IS NOT DISTINCT FROM ?"
                     " AND hardware IS NOT DISTINCT FROM ? AND torch_version IS NOT DISTINCT FROM ?")
-# several month cells (a refresh of many runs at once), given as $1..$4, one array per column (months as their first days); $5 and $6,
-# the first and the last of those months, let DuckDB skip the row groups of other months
+# several month cells (a refresh of many runs at once), given as $1..$4, one array per column
+# (months as their first days); $5 and $6, the first and the last of those months, let DuckDB skip
+# the row groups of other months
 _IN_MONTH_CELLS = (
     "({col} IS NULL OR {col} >= $5::DATE AND {col} < $6::DATE + INTERVAL 1 MONTH) AND EXISTS (SELECT 1 FROM "
     "(SELECT unnest($1::DATE[]) AS month, unnest($2::VARCHAR[]) AS model, unnest($3::VARCHAR[]) AS hardware, "
@@ -81,8 +82,8 @@ def refresh_month_rollups(con, day_cells=None, tables: tuple[str, ...] = TABLES)
         return
     months = [m for m, *_ in month_cells if m is not None]
     params = [list(col) for col in zip(*month_cells)] + [min(months, default=None), max(months, default=None)]
+    rows = _IN_MONTH_CELLS.format(col="d.month", month="d.month", a="d")         # a month rollup's rows
+    day_rows = _IN_MONTH_CELLS.format(col="d.day", month=_MONTH_OF, a="d")      # the day rows they sum
     for table in tables:
-        con.execute(f"DELETE FROM {table} d WHERE {_IN_MONTH_CELLS.format(col='d.month', month='d.month', a='d')}",
-                    params).fetchall()
-        con.execute(f"INSERT INTO {table} {_select(table, _IN_MONTH_CELLS.format(col='d.day', month=_MONTH_OF, a='d'))}",
-                    params).fetchall()
+        con.execute(f"DELETE FROM {table} d WHERE {rows}", params).fetchall()
+        con.execute(f"INSERT INTO {table} {_select(table, day_rows)}", params).fetchall()

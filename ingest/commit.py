@@ -41,7 +41,9 @@ def store_file(store, sink: StagingSink, f: FileRow, run: dict | None = None) ->
     store one file twice; the rows are written here, in the transactions the claim hands out."""
     release_freed()   # what the parse freed, not held under the DuckDB load (core/heap.py)
     if f.file_id is not None:   # a stored file parsed again: its rows are replaced
-        _in_transactions(store.transactions, lambda con: _write(con, sink, f, f.file_id, True, run))
+        with store.rewrite_file() as claim:
+            _in_transactions(claim.transactions, lambda con: _write(con, sink, f, f.file_id, True, run,
+                                                                    claim.refresh_later))
         return None
     with store.claim_file(f.sha256, f.run_id, f.bundled) as claim:
         if claim.stored_under is not None:

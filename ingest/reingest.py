@@ -9,6 +9,7 @@ from pathlib import Path
 from compilewatch.ingest import PARSER_VERSION
 from compilewatch.ingest import file_kind as detect
 from compilewatch.ingest.commit import FileRow, store_file
+from compilewatch.ingest.loader import HOLD_PARSE_BYTES
 from compilewatch.ingest.parsing import parse_into
 from compilewatch.ingest.staging import StagingSink
 from compilewatch.ingest.units import Unit, counts_events
@@ -23,19 +24,25 @@ def reingest(store, all_files: bool = False) -> int:
             "SELECT file_id, run_id, kind, original_name, stored_path, sha256, size_bytes FROM files "
             "WHERE kind NOT IN (?, ?) AND (? OR parser_version < ?) ORDER BY file_id",
             [detect.MANIFEST, detect.UNKNOWN, all_files, PARSER_VERSION]).fetchall()
-    for file_id, run_id, kind, name, stored, sha, size in files:
-        path = Path(store.folder / stored)
-        if not path.exists():
-            continue
-        run_kinds = kinds_by_run[run_id]
-        bundle_kinds = run_kinds if detect.MANIFEST in run_kinds else None
-        unit = Unit(path, name, events=counts_events(kind, bundle_kinds))
-        sink = StagingSink(store.tmp_dir)
-        try:
-            parsed = parse_into(sink, unit, kind, detect.sniff(path), raw_refs=True)   # path is the raw copy
-            store_file(store, sink, FileRow(run_id=run_id, sha256=sha, size_bytes=size, kind=kind, original_name=name,
-                                            stored_path=stored, status="partial" if parsed.errors else "ok",
-                                            records=parsed.rows, errors=parsed.errors, file_id=file_id))
-        finally:
-            sink.cleanup()
+    # one writer connection from file to file, as a folder ingest keeps it (loader.HOLD_PARSE_BYTES):
+    # opening DuckDB and the checkpoint as it closes cost more than a small file's parse
+    with store.writes_held():
+        for file_id, run_id, kind, name, stored, sha, size in files:
+            path = Path(store.folder / stored)
+            if not path.exists():
+                continue
+            if size >= HOLD_PARSE_BYTES:
+                store.release_writes()   # readers should not wait for a large file's parse
+            run_kinds = kinds_by_run[run_id]
+            bundle_kinds = run_kinds if detect.MANIFEST in run_kinds else None
+            unit = Unit(path, name, events=counts_events(kind, bundle_kinds))
+            sink = StagingSink(store.tmp_dir)
+            try:
+                parsed = parse_into(sink, unit, kind, detect.sniff(path), raw_refs=True)   # path is the raw copy
+                store_file(store, sink, FileRow(run_id=run_id, sha256=sha, size_bytes=size, kind=kind,
+                                                original_name=name, stored_path=stored,
+                                                status="partial" if parsed.errors else "ok",
+                                                records=parsed.rows, errors=parsed.errors, file_id=file_id))
+            finally:
+                sink.cleanup()
     return len(files)

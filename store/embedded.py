@@ -563,6 +563,17 @@ class EmbeddedStore:
         return con.execute("SELECT nextval('file_id_seq')").fetchall()[0][0]
 
     @contextmanager
+    def rewrite_file(self):
+        """The transactions a stored file's rows are written again in (reingest), as claim_file
+        hands them out without its duplicate check: on the held writer, the run's derived facts are
+        refreshed once when it lets go rather than in each file's transaction."""
+        with self.write() as con:
+            held = self._writer is not None and con is self._writer[0]
+            self._stale_pending |= held
+            yield FileClaim(run_exists=True, transactions=lambda: transactions(lambda: nullcontext(con)),
+                            refresh_later=held)
+
+    @contextmanager
     def claim_file(self, sha: str, run_id: str, bundled: bool):
         """The writer lock, held for the block: "is it stored already?" (another process may have
         won the race since the pipeline looked) and the write are one step. Yields a FileClaim whose

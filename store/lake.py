@@ -402,6 +402,12 @@ class LakeStore:
             con.execute(f"DETACH {alias}")
 
     @contextmanager
+    def rewrite_file(self):
+        """The transactions a stored file's rows are written again in (reingest): no claim, since
+        the file is stored already, and the run's derived facts refreshed in each of them."""
+        yield FileClaim(run_exists=True, transactions=self.transactions)
+
+    @contextmanager
     def claim_file(self, sha: str, run_id: str, bundled: bool):
         """The file's claim across every host, held for the block (module docstring). Yields a
         FileClaim: stored_under set when another host stored the content (its claim committed) or

@@ -157,3 +157,28 @@ def test_a_page_render_beside_a_held_writer_sees_its_runs_refreshed(tmp_path, mo
         assert store.data_version() != version   # the page caches keyed on it see the change
     assert _derived_runs(store) == {report.files[0].run_id}
     assert_rollups_match(store)
+
+
+def test_reingest_keeps_one_writer_and_refreshes_each_run_once(tmp_path, monkeypatch):
+    """`compilewatch reingest --all` writes every stored file's rows again on the held writer, as a
+    folder ingest does: each run's derived facts are refreshed once when the writer lets go, not in
+    each file's transaction, and come out as they were."""
+    from compilewatch.ingest.reingest import reingest
+
+    store = open_store(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, BUNDLES).ok
+    tables = ("run_metrics", "rollup_run_totals", "rollup_graph_breaks", "rollup_day_runs", "rollup_steps")
+    before = {t: _rows(store, t) for t in tables}
+    passes = []
+    real = derived.refresh_runs
+    monkeypatch.setattr(derived, "refresh_runs", lambda con, ids: (passes.append(list(ids)), real(con, ids)))
+    n = reingest(store, all_files=True)
+    refreshed = [r for run_ids in passes for r in run_ids]
+    assert n >= 4 * len(BUNDLES)
+    assert sorted(refreshed) == sorted(set(refreshed)) and len(set(refreshed)) == len(BUNDLES), passes
+    with store.read() as con:
+        assert con.execute("SELECT count(*) FROM stale_runs").fetchall()[0][0] == 0
+    assert_rollups_match(store)
+    assert {t: _rows(store, t) for t in ("run_metrics", "rollup_day_runs")} == \
+        {t: before[t] for t in ("run_metrics", "rollup_day_runs")}
+    assert all(len(_rows(store, t)) == len(before[t]) for t in tables)

@@ -17,6 +17,7 @@ of --repeat runs is printed for each, with the ratio to its reference measured i
   3. --big-mb: one trace and one text log of that size ingested once each; target < 400 MB peak RSS.
   4. --workers: `compilewatch ingest sample_logs/ --workers N` into a fresh store for each N: files/s,
      MB/s and the speed-up over the first N. The peak RSS printed is the largest single process.
+     The first N's store is then re-parsed whole (`compilewatch reingest --all`), against its ingest.
 """
 from __future__ import annotations
 
@@ -186,6 +187,11 @@ def bench_workers(tmp: Path, counts: list[int]) -> None:
         first = first or w
         print(f"  {n} worker(s): {w:6.1f} s  {files / w:5.1f} files/s  {mb / w:5.2f} MB/s of bundles  "
               f"{r:5.0f} MB peak RSS (largest process)  speed-up {first / w:.2f}x  ({load()})")
+        if n == counts[0]:
+            # every stored file parsed again from its raw copy, as after an upgrade of the parsers
+            rw, rr = measure(CW + ["reingest", "--all", "--db", str(db)])
+            print(f"  reingest --all of that store: {rw:6.1f} s  {files / rw:5.1f} files/s  {rr:5.0f} MB peak RSS  "
+                  f"= {rw / w:.2f}x its ingest with {n} worker(s)  ({load()})")
         shutil.rmtree(db.parent)
     # What more cores would give: the parse is spread over the workers, the writing is not.
     out = subprocess.run([sys.executable, "-c", SPLIT, str(REPO / "sample_logs"), str(tmp / "split" / "db.duckdb")],

@@ -190,7 +190,7 @@ def bench_workers(tmp: Path, counts: list[int]) -> None:
         if n == counts[0]:
             # every stored file parsed again from its raw copy, as after an upgrade of the parsers
             rw, rr = measure(CW + ["reingest", "--all", "--db", str(db)])
-            print(f"  reingest --all of that store: {rw:6.1f} s  {files / rw:5.1f} files/s  {rr:5.0f} MB peak RSS  "
+            print(f"  reingest --all of that store: {rw:6.1f} s  {rr:5.0f} MB peak RSS  "
                   f"= {rw / w:.2f}x its ingest with {n} worker(s)  ({load()})")
         shutil.rmtree(db.parent)
     # What more cores would give: the parse is spread over the workers, the writing is not.

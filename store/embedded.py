@@ -59,7 +59,6 @@ HOLD_SECONDS = 2.0
 # with nobody waiting, letting go cost a refresh and a checkpoint at close each time, ~0.5 s every
 # 2 s of a folder ingest. A waiter that cannot say so (a read-only folder) waits at most this.
 MAX_HOLD_SECONDS = 30.0
-WAITER_FRESH_S = 1.0   # a waiter touches its mark at least every LOCK_POLL_S; older marks are stale
 # A process waiting for the lock tries again at least this often; after a hold, the writer leaves
 # the lock free for longer than that before taking it again, so every waiting reader gets its turn
 # (a writer that took it back at once would starve them: flock has no queue).
@@ -98,6 +97,7 @@ class EmbeddedStore:
         self._writer_mutex = threading.RLock()
         self._released_at = 0.0   # when the held writer last let the lock go (READERS_TURN_S)
         self._stale_pending = False   # the held writer marked runs whose derived facts it owes
+        self._mark_at_hold: int | None = None   # <db>.waiting's mtime when the held writer took the lock
 
     @property
     def tmp_dir(self) -> Path:
@@ -256,7 +256,8 @@ class EmbeddedStore:
 
     def _say_waiting(self) -> None:
         """Tell a writer that holds the lock across units of work (writes_held) that a process
-        waits for it: touched on every try, so a writer sees a waiter as one whose mark is fresh."""
+        waits for it: touched on every try, so the writer finds its time changed since it took the
+        lock (_someone_waits)."""
         try:
             fd = os.open(self.waiting_path, os.O_WRONLY | os.O_CREAT, 0o666)
             try:
@@ -266,11 +267,16 @@ class EmbeddedStore:
         except OSError:
             pass   # a read-only folder: the writer lets go after MAX_HOLD_SECONDS anyway
 
-    def _someone_waits(self) -> bool:
+    def _waiting_mark(self) -> int | None:
         try:
-            return time.time() - self.waiting_path.stat().st_mtime < WAITER_FRESH_S
+            return self.waiting_path.stat().st_mtime_ns
         except OSError:
-            return False
+            return None
+
+    def _someone_waits(self) -> bool:
+        """Whether a process touched <db>.waiting since this process took the writer lock: a change,
+        not an age, so no clock is compared with the file system's."""
+        return self._waiting_mark() != self._mark_at_hold
 
     def _lock_unless_own_writer(self, exclusive: bool, timeout: float, deadline: float) -> ExitStack | None:
         """The flock, held by the returned stack (the caller closes it), or None when this
@@ -405,6 +411,7 @@ class EmbeddedStore:
                         try:
                             stack.enter_context(self._flock(True, timeout))
                             self._writer = (self._connect(False, timeout), stack, time.monotonic())
+                            self._mark_at_hold = self._waiting_mark()   # read with the lock held
                         except BaseException:
                             stack.close()
                             raise

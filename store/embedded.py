@@ -575,10 +575,7 @@ class EmbeddedStore:
         hands them out without its duplicate check: on the held writer, the run's derived facts are
         refreshed once when it lets go rather than in each file's transaction."""
         with self.write() as con:
-            held = self._writer is not None and con is self._writer[0]
-            self._stale_pending |= held
-            yield FileClaim(run_exists=True, transactions=lambda: transactions(lambda: nullcontext(con)),
-                            refresh_later=held)
+            yield self._claim_on(con, run_exists=True)
 
     @contextmanager
     def claim_file(self, sha: str, run_id: str, bundled: bool):
@@ -590,8 +587,11 @@ class EmbeddedStore:
             if found:
                 yield FileClaim(stored_under=found)
                 return
-            # on the held writer, the run's derived facts are refreshed once when it lets go
-            held = self._writer is not None and con is self._writer[0]
-            self._stale_pending |= held
-            yield FileClaim(file_id=self.next_file_id(con), run_exists=run_exists(con, run_id),
-                            transactions=lambda: transactions(lambda: nullcontext(con)), refresh_later=held)
+            yield self._claim_on(con, file_id=self.next_file_id(con), run_exists=run_exists(con, run_id))
+
+    def _claim_on(self, con, **fields) -> FileClaim:
+        """A FileClaim whose one transaction runs on `con`, a connection of a unit of work that
+        writes. On the held writer, the run's derived facts are refreshed once when it lets go."""
+        held = self._writer is not None and con is self._writer[0]
+        self._stale_pending |= held
+        return FileClaim(transactions=lambda: transactions(lambda: nullcontext(con)), refresh_later=held, **fields)

@@ -3,6 +3,7 @@ floor for TORCH_LOGS text, one worker for many bundles.
 
     .venv/bin/python benchmarks/bench_ingest.py [--trace-mb 111] [--text-mb 105] [--repeat 3]
                                                 [--big-mb 1000] [--workers 1,2] [--skip-tlparse]
+                                                [--inputs DIR]
 
 Inputs are built from real logs only (benchmarks/real_inputs.py) in a temp folder, removed after.
 Every command runs in a fresh child process measured with wait4() (wall time, peak RSS); the best
@@ -34,7 +35,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
-CW = [str(VENV_BIN / "compilewatch")]
+# the installed command; where only the package is installed (no console script), the same as a module
+CW = [str(VENV_BIN / "compilewatch")] if (VENV_BIN / "compilewatch").exists() else [sys.executable, "-m", "compilewatch"]
 
 PARSE_ONLY = r"""
 import sys
@@ -45,15 +47,17 @@ with open(sys.argv[1], "rb", buffering=1 << 20) as f:
 """
 
 
-def measure(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one child process; exits on failure."""
+def measure(cmd: list[str], ok=(0, 1)) -> tuple[float, float]:
+    """(wall seconds, peak RSS MB) of one child process; exits on failure (an exit status not in
+    `ok`: an ingest exits 1 on partial files, the public logs hold deliberately corrupted ones)."""
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        # run outside the checkout: its compilewatch/ folder would shadow an installed package
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=tempfile.gettempdir())
         _, status, usage = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         rc = os.waitstatus_to_exitcode(status)
-        if rc not in (0, 1):   # 1: partial files (the public logs hold deliberately corrupted ones)
+        if rc not in ok:
             err.seek(0)
             sys.exit(f"{' '.join(cmd[:3])} failed ({rc}): {err.read().decode(errors='replace')[-2000:]}")
     return wall, usage.ru_maxrss / 1024
@@ -72,19 +76,28 @@ def stored(db: Path) -> None:
         sys.exit(f"the ingest into {db} stored no file: its figures are not reported")
 
 
-def best(cmd_for_run, repeat: int) -> tuple[float, float]:
+def best(cmd_for_run, repeat: int, ok=(0, 1)) -> tuple[float, float]:
     """Fastest wall time of `repeat` runs and the peak RSS of that run (others' load only ever
     slows a run down)."""
-    return min((measure(cmd_for_run(i)) for i in range(repeat)), key=lambda r: r[0])
+    return min((measure(cmd_for_run(i), ok) for i in range(repeat)), key=lambda r: r[0])
+
+
+INPUTS: Path | None = None   # --inputs: a folder of inputs built before (real_inputs.py --out), kept
 
 
 def build(kind: str, mb: float, folder: Path) -> tuple[Path, str]:
     """Build one input with real_inputs.py in a child process: the real logs it reads stay out of
-    this process, whose memory a child forked from it would otherwise start its peak RSS with."""
+    this process, whose memory a child forked from it would otherwise start its peak RSS with.
+    With --inputs, the one built there before (on a machine that has no sample_logs/ to build it
+    from) is copied in instead."""
+    name = "trace.log" if kind == "trace" else "torch_logs.txt"
+    if INPUTS is not None:
+        shutil.copyfile(INPUTS / name, folder / name)
+        return folder / name, f"{(folder / name).stat().st_size / 1e6:.1f} MB from {INPUTS / name}"
     args = ["--trace-mb", str(mb), "--text-mb", "0"] if kind == "trace" else ["--trace-mb", "0", "--text-mb", str(mb)]
     out = subprocess.run([sys.executable, str(HERE / "real_inputs.py"), "--out", str(folder), *args],
                          capture_output=True, text=True, check=True).stdout.strip()
-    return folder / ("trace.log" if kind == "trace" else "torch_logs.txt"), out.split(": ", 1)[1]
+    return folder / name, out.split(": ", 1)[1]
 
 
 def load() -> str:
@@ -119,7 +132,7 @@ def bench_text(tmp: Path, mb_target: float, repeat: int) -> None:
     mb = text.stat().st_size / 1e6
     print(f"TORCH_LOGS text {what} ({load()})")
     env_py = [sys.executable, "-c", PARSE_ONLY, str(text)]
-    fw, fr = best(lambda i: env_py, repeat)
+    fw, fr = best(lambda i: env_py, repeat, ok=(0,))
     sw, sr = best(lambda i: CW + ["summarize", str(text)], repeat)
     # one process, and the default: one per core, the file parsed in ranges (ingest/text_ranges.py)
     ow, orss = best(lambda i: CW + ["ingest", "--quiet", "--workers", "1", str(text), "--db",
@@ -182,7 +195,8 @@ def bench_workers(tmp: Path, counts: list[int]) -> None:
         db = tmp / f"w{n}" / "db.duckdb"
         w, r = measure(CW + ["ingest", "--quiet", "--workers", str(n), str(REPO / "sample_logs"), "--db", str(db)])
         if not files:
-            out = subprocess.run(CW + ["stats", "--db", str(db), "--json"], capture_output=True, text=True, check=True)
+            out = subprocess.run(CW + ["stats", "--db", str(db), "--json"], capture_output=True, text=True,
+                                 check=True, cwd=tmp)
             files = json.loads(out.stdout)["files"]
         first = first or w
         print(f"  {n} worker(s): {w:6.1f} s  {files / w:5.1f} files/s  {mb / w:5.2f} MB/s of bundles  "
@@ -195,7 +209,7 @@ def bench_workers(tmp: Path, counts: list[int]) -> None:
         shutil.rmtree(db.parent)
     # What more cores would give: the parse is spread over the workers, the writing is not.
     out = subprocess.run([sys.executable, "-c", SPLIT, str(REPO / "sample_logs"), str(tmp / "split" / "db.duckdb")],
-                         capture_output=True, text=True, check=True, cwd=REPO)
+                         capture_output=True, text=True, check=True, cwd=tmp)
     spent = json.loads(out.stdout.strip().splitlines()[-1])
     p, w = spent["parse_cpu"], spent["write_cpu"]
     # CPU seconds, not wall: on a shared machine other people's load stretches wall time unevenly
@@ -223,7 +237,11 @@ def main() -> None:
     ap.add_argument("--workers", default="", help="comma-separated worker counts for the sample_logs/ folder")
     ap.add_argument("--skip-tlparse", action="store_true")
     ap.add_argument("--only", choices=("trace", "text", "big", "workers"), action="append")
+    ap.add_argument("--inputs", type=Path, help="take trace.log and torch_logs.txt from this folder "
+                                                "(real_inputs.py --out) instead of building them")
     args = ap.parse_args()
+    global INPUTS
+    INPUTS = args.inputs
     only = set(args.only or ("trace", "text", "big", "workers"))
     compiled()
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-"))

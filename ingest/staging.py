@@ -118,38 +118,27 @@ class StagingSink:
             f.close()
         self._open.clear()
 
-    def mark(self) -> tuple[dict[str, tuple[int, int]], int]:
-        """A place in what was staged so far, for ``append``: per table, the batch the next row goes
-        to and its bytes before that row; the errors kept. Nothing is closed here: a range of a text
-        log marks every process it meets (ingest/text_ranges.py), and few of those marks are ever
-        cut at. Closing the batches at each one left thousands of batch files of a few KB for a
-        105 MB log in 16 ranges, whose load took longer than their parse."""
-        places = {}
-        for table, names in self.batches.items():
-            cur = self._open.get(table)
-            places[table] = (len(names) - 1, cur[1]) if cur is not None else (len(names), 0)
-        return places, len(self.errors)
+    def mark(self) -> tuple[dict[str, int], int]:
+        """A place in what was staged so far (the batches of each table, the errors), for
+        ``append``: every row staged after it goes to a new batch file."""
+        self.finish()
+        return {t: len(names) for t, names in self.batches.items()}, len(self.errors)
 
-    def append(self, part: "StagingSink", recompile_offset: int = 0, start=None, stop=None, *,
-               rows: bool = True, errors: bool = True) -> None:
+    def append(self, part: "StagingSink", recompile_offset: int = 0, start=None, stop=None) -> None:
         """Take over the batches and errors of `part` (a sink staged in a folder under this one's)
         between its marks `start` and `stop` (None: its beginning, its end), after what this one
         holds, their rows' recompile_no moved on by `recompile_offset`: a range of a text file
-        parsed on its own numbers its recompiles from 1 (ingest/text_ranges.py). A batch a mark
-        falls inside is cut there, into a file of its own for each side. `rows`, `errors`: take
-        only the rows, or only the errors (and, with `stop` None, the facts)."""
+        parsed on its own numbers its recompiles from 1 (ingest/text_ranges.py)."""
         part.finish()
         folder = part.dir.relative_to(self.dir)
-        for table, names in part.batches.items() if rows else ():
-            lo = start[0].get(table, (0, 0)) if start else (0, 0)
-            hi = stop[0].get(table, (0, 0)) if stop else (len(names), 0)
+        for table, names in part.batches.items():
+            lo = start[0].get(table, 0) if start else 0
+            hi = stop[0].get(table, 0) if stop else len(names)
             mine = self.batches.setdefault(table, [])
-            for name in part._between(names, lo, hi):
+            for name in names[lo:hi]:
                 mine.append(f"{folder}/{name}")
                 if recompile_offset:
                     self.recompile_offsets[mine[-1]] = recompile_offset
-        if not errors:
-            return
         errors = part.errors[start[1] if start else 0:stop[1] if stop else len(part.errors)]
         room = max(0, self.MAX_STORED_ERRORS - len(self.errors))
         self.errors.extend(errors[:room])
@@ -158,26 +147,6 @@ class StagingSink:
             self.errors_not_kept.update(part.errors_not_kept)
         for key, value in part.metadata.items():
             self.meta(key, value)
-
-    def _between(self, names: list[str], lo: tuple[int, int], hi: tuple[int, int]):
-        """The names of the batch files that hold the rows from place `lo` to place `hi` (marks'
-        (batch, byte) places); the batch a place falls inside is cut there (rows are whole lines)."""
-        for i in range(lo[0], min(hi[0], len(names) - 1) + 1):
-            begin = lo[1] if i == lo[0] else 0
-            end = hi[1] if i == hi[0] else None
-            path = self.dir / names[i]
-            size = path.stat().st_size
-            end = size if end is None else min(end, size)
-            if begin >= end:
-                continue
-            if begin == 0 and end == size:
-                yield names[i]
-                continue
-            piece = f"{names[i]}.{begin}-{end}.ndjson"
-            with open(path, "rb") as f:
-                f.seek(begin)
-                (self.dir / piece).write_bytes(f.read(end - begin))
-            yield piece
 
     def replay(self, sink) -> None:
         """Hand every staged row (each table's in the order staged, recompile_no moved on as the

@@ -299,37 +299,17 @@ def parse_in_ranges(sink: StagingSink, path: Path, workers: int) -> Parsed | Non
     parsed = Parsed()
     numbered = 0   # recompiles numbered before the current range, by the ranges and records before it
     current, spliced, own = None, 0, 0   # the range; the recompiles finished inside it so far; its own so far
-    # A range's rows are taken over in as few stretches as the steps allow: only a step that stages
-    # rows of its own (records finished here) cuts them. A "line" step only adds errors, and most
-    # steps are those (a range's first line of each process it meets); cutting the batches at each
-    # made thousands of small files, whose load cost more than the parse saved on many cores.
-    pending = None   # [range, offset, from mark, to mark]: rows of the current range not taken over yet
-
-    def take_rows():
-        nonlocal pending
-        if pending is not None:
-            rng, offset, start, stop = pending
-            sink.append(rng.sink, offset, start and start[1:3], stop and stop[1:3], errors=False)
-            pending = None
-
     for step in steps:
         if step[0] == "rows":
             _, rng, start, stop = step
             if rng is not current:
-                take_rows()
                 if current is not None:
                     numbered += current.recompiles + spliced
                 current, spliced = rng, 0
                 _merge(parsed, rng.parsed)
-            sink.append(rng.sink, start=start and start[1:3], stop=stop and stop[1:3], rows=False)
-            if pending is None:
-                pending = [rng, numbered + spliced, start, stop]
-            else:
-                pending[3] = stop
+            sink.append(rng.sink, numbered + spliced, start and start[1:3], stop and stop[1:3])
             own = stop[3] if stop else rng.recompiles
             continue
-        if step[0] == "finish":
-            take_rows()
         tally = Tally(sink)
         ctx = TextContext(tally)
         if step[0] == "line":
@@ -344,5 +324,4 @@ def parse_in_ranges(sink: StagingSink, path: Path, workers: int) -> Parsed | Non
             spliced += ctx.recompile_no - first
         sink.finish()
         _merge(parsed, tally.checked(detect.TORCH_LOGS))
-    take_rows()
     return parsed

@@ -157,39 +157,3 @@ def test_replay_counts_the_errors_not_kept(tmp_path, monkeypatch):
         assert sorted(got.kinds) == sorted(["glog", "json", "glog", "json", "json", "binary"])
     finally:
         whole.cleanup()
-
-
-def test_a_mark_cuts_a_batch_only_where_its_rows_are_taken(tmp_path):
-    """A range marks every process it meets, and few marks are cut at: a mark closes no batch (one
-    file for all four rows here), and taking the rows on either side of it cuts the batch there, the
-    recompile numbers after it moved on by their own offset."""
-    whole = StagingSink(tmp_path)
-    try:
-        part = StagingSink(whole.dir)
-        for no in (1, 2):
-            part.row("recompiles", {"recompile_no": no})
-        mark = part.mark()
-        for no in (3, 4):
-            part.row("recompiles", {"recompile_no": no})
-        part.finish()
-        assert len(part.batches["recompiles"]) == 1
-        whole.append(part, 0, stop=mark)
-        whole.row("recompiles", {"recompile_no": 3})   # a record finished between the two stretches
-        whole.finish()
-        whole.append(part, 1, start=mark)
-        got = []
-
-        class Rows:
-            def row(self, table, row):
-                got.append(row["recompile_no"])
-
-            def error(self, *err):
-                pass
-
-            def meta(self, key, value):
-                pass
-        whole.replay(Rows())
-        assert got == [1, 2, 3, 4, 5]
-        assert len(whole.batches["recompiles"]) == 3
-    finally:
-        whole.cleanup()

@@ -3,9 +3,11 @@ floor for TORCH_LOGS text, one worker for many bundles.
 
     .venv/bin/python benchmarks/bench_ingest.py [--trace-mb 111] [--text-mb 105] [--repeat 3]
                                                 [--big-mb 1000] [--workers 1,2] [--skip-tlparse]
-                                                [--inputs DIR]
+                                                [--inputs DIR] [--range-mb 8,4,2]
 
-Inputs are built from real logs only (benchmarks/real_inputs.py) in a temp folder, removed after.
+Inputs are built from real logs only (benchmarks/real_inputs.py) in a temp folder, removed after;
+--inputs DIR takes them from DIR instead (built there by real_inputs.py --out DIR and copied to a
+machine that lacks the logs they are built from).
 Every command runs in a fresh child process measured with wait4() (wall time, peak RSS); the best
 of --repeat runs is printed for each, with the ratio to its reference measured in the same run:
   1. TORCH_TRACE: `compilewatch ingest FILE --db fresh.duckdb` (the whole product path: parse, keep
@@ -15,6 +17,7 @@ of --repeat runs is printed for each, with the ratio to its reference measured i
   2. TORCH_LOGS text: `compilewatch ingest` (file to committed rows; with --workers 1, and with the
      default, one process per core parsing the file in ranges) and `compilewatch summarize` against
      the parse-only floor (`parse_text` into a sink that only counts). Target: >= 100 MB/s.
+     --range-mb: the same ingest again with ranges of at least that many MB (the default 16).
   3. --big-mb: one trace and one text log of that size ingested once each; target < 400 MB peak RSS.
   4. --workers: `compilewatch ingest sample_logs/ --workers N` into a fresh store for each N: files/s,
      MB/s and the speed-up over the first N. The peak RSS printed is the largest single process.
@@ -127,7 +130,17 @@ def bench_trace(tmp: Path, mb_target: float, repeat: int, tlparse: bool) -> None
     trace.unlink()
 
 
-def bench_text(tmp: Path, mb_target: float, repeat: int) -> None:
+RANGED = r"""
+import sys
+from compilewatch.ingest import text_ranges
+text_ranges.MIN_RANGE_BYTES = int(sys.argv[1])
+from compilewatch.cli import main
+sys.argv = ["compilewatch", "ingest", "--quiet", sys.argv[2], "--db", sys.argv[3]]
+sys.exit(main())
+"""
+
+
+def bench_text(tmp: Path, mb_target: float, repeat: int, range_mbs: list[float] = ()) -> None:
     text, what = build("text", mb_target, tmp)
     mb = text.stat().st_size / 1e6
     print(f"TORCH_LOGS text {what} ({load()})")
@@ -148,6 +161,15 @@ def bench_text(tmp: Path, mb_target: float, repeat: int) -> None:
           f"= {fw / ow:.2f}x the floor's rate")
     print(f"  compilewatch ingest  {iw:6.2f} s  {ir:6.0f} MB peak RSS  {mb / iw:6.1f} MB/s  "
           f"= {fw / iw:.2f}x the floor's rate (target >= 100 MB/s; {os.cpu_count()} cores, the file in ranges)")
+    # --range-mb: the same ingest with ranges of at least N MB instead of text_ranges.MIN_RANGE_BYTES
+    for rmb in range_mbs:
+        size = int(rmb * (1 << 20))
+        parts = max(1, min(os.cpu_count() or 1, text.stat().st_size // size))
+        rw, rr = best(lambda i: [sys.executable, "-c", RANGED, str(size), str(text),
+                                 str(tmp / f"m{rmb}_{i}" / "db.duckdb")], repeat)
+        for i in range(repeat):
+            stored(tmp / f"m{rmb}_{i}" / "db.duckdb")
+        print(f"  ranges of >= {rmb:g} MB ({parts} ranges) {rw:6.2f} s  {rr:6.0f} MB peak RSS  {mb / rw:6.1f} MB/s")
     print(f"  ({load()} after)")
     text.unlink()
 
@@ -237,6 +259,8 @@ def main() -> None:
     ap.add_argument("--workers", default="", help="comma-separated worker counts for the sample_logs/ folder")
     ap.add_argument("--skip-tlparse", action="store_true")
     ap.add_argument("--only", choices=("trace", "text", "big", "workers"), action="append")
+    ap.add_argument("--range-mb", default="", help="comma-separated: also ingest the text log in ranges of "
+                                                   "at least this many MB (the default is 16)")
     ap.add_argument("--inputs", type=Path, help="take trace.log and torch_logs.txt from this folder "
                                                 "(real_inputs.py --out) instead of building them")
     args = ap.parse_args()
@@ -249,7 +273,7 @@ def main() -> None:
         if "trace" in only:
             bench_trace(tmp, args.trace_mb, args.repeat, not args.skip_tlparse)
         if "text" in only:
-            bench_text(tmp, args.text_mb, args.repeat)
+            bench_text(tmp, args.text_mb, args.repeat, [float(x) for x in args.range_mb.split(",") if x])
         if "big" in only and args.big_mb:
             bench_big(tmp, args.big_mb)
         if "workers" in only and args.workers:

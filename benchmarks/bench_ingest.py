@@ -88,13 +88,13 @@ def best(cmd_for_run, repeat: int, ok=(0, 1)) -> tuple[float, float]:
 INPUTS: Path | None = None   # --inputs: a folder of inputs built before (real_inputs.py --out), kept
 
 
-def build(kind: str, mb: float, folder: Path) -> tuple[Path, str]:
+def build(kind: str, mb: float, folder: Path, reuse: bool = True) -> tuple[Path, str]:
     """Build one input with real_inputs.py in a child process: the real logs it reads stay out of
     this process, whose memory a child forked from it would otherwise start its peak RSS with.
     With --inputs, the one built there before (on a machine that has no sample_logs/ to build it
-    from) is copied in instead."""
+    from) is copied in instead, unless `reuse` is off (--big-mb builds inputs of its own size)."""
     name = "trace.log" if kind == "trace" else "torch_logs.txt"
-    if INPUTS is not None:
+    if INPUTS is not None and reuse:
         shutil.copyfile(INPUTS / name, folder / name)
         return folder / name, f"{(folder / name).stat().st_size / 1e6:.1f} MB from {INPUTS / name}"
     args = ["--trace-mb", str(mb), "--text-mb", "0"] if kind == "trace" else ["--trace-mb", "0", "--text-mb", str(mb)]
@@ -176,7 +176,7 @@ def bench_text(tmp: Path, mb_target: float, repeat: int, range_mbs: list[float] 
 
 def bench_big(tmp: Path, mb_target: float) -> None:
     for kind, name in (("trace", "TORCH_TRACE"), ("text", "TORCH_LOGS text")):
-        f, _ = build(kind, mb_target, tmp / "big")
+        f, _ = build(kind, mb_target, tmp / "big", reuse=False)
         mb = f.stat().st_size / 1e6
         w, r = measure(CW + ["ingest", "--quiet", str(f), "--db", str(tmp / "big" / "db.duckdb")])
         stored(tmp / "big" / "db.duckdb")

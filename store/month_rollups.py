@@ -71,19 +71,22 @@ def refresh_month_rollups(con, day_cells=None, tables: tuple[str, ...] = TABLES)
         return
     month_cells = {(day.replace(day=1) if day is not None else None, model, hardware, torch)
                    for day, model, hardware, torch, _label in day_cells}
-    if len(month_cells) == 1:
-        month, model, hardware, torch = next(iter(month_cells))
-        for table in tables:
-            con.execute(f"DELETE FROM {table} WHERE {_MONTH_CELL_ROWS}", [month, model, hardware, torch]).fetchall()
-            con.execute(f"INSERT INTO {table} {_select(table, _IN_MONTH_CELL)}",
-                        [month, month, month, model, hardware, torch]).fetchall()
-        return
     if not month_cells:
         return
+    rows, rows_params, day_rows, day_rows_params = _month_cells_match(month_cells)
+    for table in tables:
+        con.execute(f"DELETE FROM {table} d WHERE {rows}", rows_params).fetchall()
+        con.execute(f"INSERT INTO {table} {_select(table, day_rows)}", day_rows_params).fetchall()
+
+
+def _month_cells_match(month_cells: set) -> tuple[str, list, str, list]:
+    """SQL true for a month rollup's rows (alias d) in `month_cells`, and for the day rows they sum,
+    each with its parameters: one cell's equalities, or the arrays of several (as day_rollups does)."""
+    if len(month_cells) == 1:
+        month, model, hardware, torch = next(iter(month_cells))
+        return (_MONTH_CELL_ROWS, [month, model, hardware, torch],
+                _IN_MONTH_CELL, [month, month, month, model, hardware, torch])
     months = [m for m, *_ in month_cells if m is not None]
     params = [list(col) for col in zip(*month_cells)] + [min(months, default=None), max(months, default=None)]
-    rows = _IN_MONTH_CELLS.format(col="d.month", month="d.month", a="d")         # a month rollup's rows
-    day_rows = _IN_MONTH_CELLS.format(col="d.day", month=_MONTH_OF, a="d")      # the day rows they sum
-    for table in tables:
-        con.execute(f"DELETE FROM {table} d WHERE {rows}", params).fetchall()
-        con.execute(f"INSERT INTO {table} {_select(table, day_rows)}", params).fetchall()
+    return (_IN_MONTH_CELLS.format(col="d.month", month="d.month", a="d"), params,   # a month rollup's rows
+            _IN_MONTH_CELLS.format(col="d.day", month=_MONTH_OF, a="d"), params)     # the day rows they sum

@@ -9,8 +9,8 @@
 
 A file already stored (same sha256) is a duplicate: its parse is stopped early and nothing is
 added. The writer lock is taken per file so the dashboard can read in between. With several files
-and `workers` > 1, steps 2-3 run in parse processes (ingest/workers.py) and this process does the
-rest, the one writer, file by file in the same order.
+and `workers` > 1, steps 2-3 (and unpacking each archive of step 1) run in parse processes
+(ingest/workers.py) and this process does the rest, the one writer, file by file in the same order.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from compilewatch.ingest.parsing import Parsed, Stop, parse_into, refusal
 from compilewatch.ingest.results import (DUPLICATE, FAILED, PARTIAL, SKIPPED, STORED, FileResult, IngestReport,
                                          unreadable)
 from compilewatch.ingest.staging import StagingSink
-from compilewatch.ingest.units import TEXT_BESIDE_TRACE, Unit, expand, resolve_kind
+from compilewatch.ingest.units import TEXT_BESIDE_TRACE, Unit, expand, resolve_kind, settle, unpack_all
 from compilewatch.store.files import publish_raw, stage_raw, stored_run
 
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes total, current file name)
@@ -49,17 +49,23 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
     report = IngestReport()
     tmp_root = Path(tempfile.mkdtemp(prefix="ingest-", dir=store.tmp_dir))
     try:
-        units, failures = expand(paths, tmp_root)
-        report.files.extend(failures)
+        # With parse workers, archives are unpacked by the worker that parses their files; one
+        # archive alone is unpacked here, so that its files are parsed on every core.
+        units, failures = expand(paths, tmp_root, unpack=workers < 2)
+        if len(units) < 2:
+            units, failures = unpack_all(units, failures, tmp_root)
         sizes = [_size(u.path) for u in units]
         options = dict(model=model, label=label, torch_version=torch_version, strict=strict, source=source,
                        uploaded_by=uploaded_by)
         if workers > 1 and len(units) > 1:
             from compilewatch.ingest.workers import ingest_in_workers
             with store.writes_held():
-                report.files.extend(ingest_in_workers(store, units, sizes, tmp_root, min(workers, len(units)),
-                                                      run_id=run_id, options=options, progress=progress))
+                results, unpacked = ingest_in_workers(store, units, sizes, tmp_root, min(workers, len(units)),
+                                                      run_id=run_id, options=options, progress=progress)
+            report.files.extend(settle(failures, unpacked))
+            report.files.extend(results)
         else:
+            report.files.extend(failures)
             report.files.extend(_ingest_in_turn(store, units, sizes, workers, run_id, options, progress))
         if progress:
             progress(sum(sizes), sum(sizes), "")

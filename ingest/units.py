@@ -35,6 +35,27 @@ class Unit:
     explicit: bool = False                # named by the user (not found by walking a folder or archive)
 
 
+@dataclass(eq=False)
+class Packed:
+    """An archive that ``expand(..., unpack=False)`` left packed, at its place among the units: the
+    parse worker that takes it unpacks it (``unpack``) and parses its files, so the archives of a
+    folder are unpacked on every core rather than by the writing process before any parse starts
+    (ingest/workers.py). It holds the same place among the failures, where what its unpacking
+    failed on goes (``settle``)."""
+    path: Path
+    name: str
+    limits: archives.ArchiveLimits
+
+
+@dataclass(eq=False)
+class NoFiles:
+    """The place of "the folder holds no files to ingest" when all ``expand(..., unpack=False)``
+    found under a path was packed archives: said only if none of them holds a file or a failure
+    either (``settle``)."""
+    result: FileResult
+    packed: list[Packed]
+
+
 def counts_events(kind: str | None, bundle_kinds: set[str] | None) -> bool:
     """False for a bundle's TORCH_LOGS text when the bundle also has a TORCH_TRACE: both describe
     the same graph breaks and recompiles, so counting both would double every number. The trace is
@@ -53,14 +74,17 @@ def missing_error(paths: list[Path]) -> InputError:
     return InputError(f"no such file or folder: {names}", "check the path (a folder, bundle, archive or log file)")
 
 
-def expand(paths: Iterable, tmp_root: Path,
-           limits: archives.ArchiveLimits | None = None) -> tuple[list[Unit], list[FileResult]]:
+def expand(paths: Iterable, tmp_root: Path, limits: archives.ArchiveLimits | None = None,
+           unpack: bool = True) -> tuple[list[Unit], list[FileResult]]:
     """Files, folders, bundles and archives -> units of work. A path that cannot be read becomes a
     failed FileResult; inside a folder that is per entry, so one corrupt archive or manifest among
     a hundred bundles fails alone. A folder or archive with no file in it is a failure too.
-    Archives follow ingest/archives.py's rules and caps."""
-    units: list[Unit] = []
-    failures: list[FileResult] = []
+    Archives follow ingest/archives.py's rules and caps. With `unpack` False, each archive that
+    gets caps of its own (one given as a path, or found by walking a folder) is left packed: a
+    ``Packed`` among the units and the failures, and ``settle`` gives the failures once each is
+    unpacked."""
+    units: list = []
+    failures: list = []
     limits = limits or archives.ArchiveLimits.from_settings()
     for p in paths:
         p = Path(p)
@@ -68,21 +92,62 @@ def expand(paths: Iterable, tmp_root: Path,
             failures.append(FileResult(p.name, detect.UNKNOWN, FAILED, message=str(missing_error([p])), bad_input=True))
         elif p.is_dir() or bundle_mod.is_archive(p):
             before = (len(units), len(failures))
-            _expand_entry(p, p.name, tmp_root, units, failures, archives.Budget(limits), 0)
-            if (len(units), len(failures)) == before:
-                what = "folder" if p.is_dir() else "archive"
-                failures.append(FileResult(p.name, detect.UNKNOWN, FAILED, bad_input=True,
-                                           message=f"the {what} holds no files to ingest"))
+            _expand_entry(p, p.name, tmp_root, units, failures, archives.Budget(limits), 0, unpack)
+            found, failed = units[before[0]:], failures[before[1]:]
+            what = "folder" if p.is_dir() else "archive"
+            empty = FileResult(p.name, detect.UNKNOWN, FAILED, bad_input=True,
+                               message=f"the {what} holds no files to ingest")
+            if not found and not failed:
+                failures.append(empty)
+            elif all(isinstance(u, Packed) for u in found) and len(failed) == len(found):
+                failures.append(NoFiles(empty, found))   # nothing but packed archives: known once unpacked
         else:
             units.append(Unit(p, p.name, explicit=True))
     return units, failures
 
 
+def unpack(packed: Packed, tmp_root: Path) -> tuple[list[Unit], list[FileResult]]:
+    """The units and failures of an archive ``expand`` left packed, as ``expand`` would have found
+    them there (in a parse worker, or in the writing process)."""
+    units: list[Unit] = []
+    failures: list[FileResult] = []
+    _expand_entry(packed.path, packed.name, tmp_root, units, failures, archives.Budget(packed.limits), 0)
+    return units, failures
+
+
+def settle(failures: list, unpacked: dict) -> list[FileResult]:
+    """The failures of ``expand(..., unpack=False)`` once every ``Packed`` is unpacked (`unpacked`:
+    Packed -> its units and failures): the same failures, in the same order, that ``expand`` gives
+    when it unpacks as it goes."""
+    out: list[FileResult] = []
+    for f in failures:
+        if isinstance(f, Packed):
+            out.extend(unpacked[f][1])
+        elif isinstance(f, NoFiles):
+            if not any(unpacked[p][0] or unpacked[p][1] for p in f.packed):
+                out.append(f.result)
+        else:
+            out.append(f)
+    return out
+
+
+def unpack_all(units: list, failures: list, tmp_root: Path) -> tuple[list[Unit], list[FileResult]]:
+    """Every ``Packed`` of ``expand(..., unpack=False)`` unpacked here, in order."""
+    unpacked = {u: unpack(u, tmp_root) for u in units if isinstance(u, Packed)}
+    return ([x for u in units for x in (unpacked[u][0] if isinstance(u, Packed) else [u])],
+            settle(failures, unpacked))
+
+
 def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: list,
-                  budget: archives.Budget, depth: int) -> None:
+                  budget: archives.Budget, depth: int, unpack: bool = True) -> None:
     try:
         if p.is_file():  # an archive: unpacked under the ingest's temp root, removed at the end
             if depth == 0:
+                if not unpack:
+                    packed = Packed(p, name, budget.limits)
+                    units.append(packed)
+                    failures.append(packed)
+                    return
                 budget = archives.Budget(budget.limits)  # each top-level archive gets the full caps
             depth += 1
             if depth > budget.limits.max_depth:
@@ -99,7 +164,8 @@ def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: lis
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         d = Path(dirpath)
         if d != p and bundle_mod.is_bundle_dir(d):
-            _expand_entry(d, f"{name}/{d.relative_to(p).as_posix()}", tmp_root, units, failures, budget, depth)
+            _expand_entry(d, f"{name}/{d.relative_to(p).as_posix()}", tmp_root, units, failures, budget, depth,
+                          unpack)
             dirnames[:] = []
             continue
         for fn in sorted(filenames):
@@ -108,7 +174,7 @@ def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: lis
             fp = d / fn
             rel = f"{name}/{fp.relative_to(p).as_posix()}"
             if bundle_mod.is_archive(fp):
-                _expand_entry(fp, rel, tmp_root, units, failures, budget, depth)
+                _expand_entry(fp, rel, tmp_root, units, failures, budget, depth, unpack)
             else:
                 units.append(Unit(fp, rel))
 

@@ -6,13 +6,12 @@ handed back to be parsed one per worker), and folders that hold nothing but an e
 from __future__ import annotations
 
 import gzip
-import io
 import shutil
 import tarfile
-import zipfile
 from pathlib import Path
 
 import pytest
+from test_hostile_inputs import _damage, _zip_of_bundle   # the same damaged and zipped bundles
 
 from compilewatch.ingest import archives
 from compilewatch.ingest.loader import ingest_paths
@@ -31,27 +30,11 @@ def _empty_tar(dest: Path) -> Path:
     return dest
 
 
-def _zip_of(bundle: Path, dest: Path) -> Path:
-    with tarfile.open(bundle) as tf, zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
-        for m in tf.getmembers():
-            if m.isfile():
-                zf.writestr(m.name, tf.extractfile(m).read())
-    return dest
-
-
 def _tar_of(members: list[Path], dest: Path) -> Path:
     with tarfile.open(dest, "w:gz") as tf:
         for m in members:
             tf.add(m, arcname=m.name)
     return dest
-
-
-def _damage(data: bytes, at: float, n: int) -> bytes:
-    b = bytearray(data)
-    i = int(len(b) * at)
-    for k in range(i, min(i + n, len(b))):
-        b[k] ^= 0x5A
-    return bytes(b)
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +45,9 @@ def inputs(tmp_path_factory) -> list[Path]:
     drop = root / "drop"
     drop.mkdir()
     shutil.copy(BUNDLES[0], drop / "a.tar.gz")
-    _zip_of(BUNDLES[1], drop / "b.zip")
+    _zip_of_bundle(BUNDLES[1], drop / "b.zip")
     shutil.copy(TEXT_LOG, drop / "loose.log")
-    (drop / "bad.zip").write_bytes(_damage(_zip_of(BUNDLES[2], root / "m.zip").read_bytes(), 0.3, 400))
+    (drop / "bad.zip").write_bytes(_damage(_zip_of_bundle(BUNDLES[2], root / "m.zip").read_bytes(), 0.3, 400))
     (drop / "cut.tar.gz").write_bytes(BUNDLES[2].read_bytes()[:5000])
     (drop / "flipped.tar.gz").write_bytes(_damage(BUNDLES[3].read_bytes(), 0.5, 64))
     _empty_tar(drop / "empty.tar.gz")

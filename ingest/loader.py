@@ -51,7 +51,7 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
     try:
         # With parse workers, archives are unpacked by the worker that parses their files; one
         # archive alone is unpacked here, so that its files are parsed on every core.
-        units, failures = expand(paths, tmp_root, unpack=workers < 2)
+        units, failures = expand(paths, tmp_root, unpack_archives=workers < 2)
         if len(units) < 2:
             units, failures = unpack_all(units, failures, tmp_root)
         sizes = [_size(u.path) for u in units]

@@ -37,11 +37,11 @@ class Unit:
 
 @dataclass(eq=False)
 class Packed:
-    """An archive that ``expand(..., unpack=False)`` left packed, at its place among the units: the
-    parse worker that takes it unpacks it (``unpack``) and parses its files, so the archives of a
-    folder are unpacked on every core rather than by the writing process before any parse starts
-    (ingest/workers.py). It holds the same place among the failures, where what its unpacking
-    failed on goes (``settle``)."""
+    """An archive that ``expand(..., unpack_archives=False)`` left packed, at its place among the
+    units: the parse worker that takes it unpacks it (``unpack``) and parses its files, so the
+    archives of a folder are unpacked on every core rather than by the writing process before any
+    parse starts (ingest/workers.py). It holds the same place among the failures, where what its
+    unpacking failed on goes (``settle``)."""
     path: Path
     name: str
     limits: archives.ArchiveLimits
@@ -49,9 +49,9 @@ class Packed:
 
 @dataclass(eq=False)
 class NoFiles:
-    """The place of "the folder holds no files to ingest" when all ``expand(..., unpack=False)``
-    found under a path was packed archives: said only if none of them holds a file or a failure
-    either (``settle``)."""
+    """The place of "the folder holds no files to ingest" when all that ``expand(...,
+    unpack_archives=False)`` found under a path was packed archives: said only if none of them
+    holds a file or a failure either (``settle``)."""
     result: FileResult
     packed: list[Packed]
 
@@ -75,11 +75,11 @@ def missing_error(paths: list[Path]) -> InputError:
 
 
 def expand(paths: Iterable, tmp_root: Path, limits: archives.ArchiveLimits | None = None,
-           unpack: bool = True) -> tuple[list[Unit], list[FileResult]]:
+           unpack_archives: bool = True) -> tuple[list[Unit], list[FileResult]]:
     """Files, folders, bundles and archives -> units of work. A path that cannot be read becomes a
     failed FileResult; inside a folder that is per entry, so one corrupt archive or manifest among
     a hundred bundles fails alone. A folder or archive with no file in it is a failure too.
-    Archives follow ingest/archives.py's rules and caps. With `unpack` False, each archive that
+    Archives follow ingest/archives.py's rules and caps. With `unpack_archives` False, each archive that
     gets caps of its own (one given as a path, or found by walking a folder) is left packed: a
     ``Packed`` among the units and the failures, and ``settle`` gives the failures once each is
     unpacked."""
@@ -92,7 +92,7 @@ def expand(paths: Iterable, tmp_root: Path, limits: archives.ArchiveLimits | Non
             failures.append(FileResult(p.name, detect.UNKNOWN, FAILED, message=str(missing_error([p])), bad_input=True))
         elif p.is_dir() or bundle_mod.is_archive(p):
             before = (len(units), len(failures))
-            _expand_entry(p, p.name, tmp_root, units, failures, archives.Budget(limits), 0, unpack)
+            _expand_entry(p, p.name, tmp_root, units, failures, archives.Budget(limits), 0, unpack_archives)
             found, failed = units[before[0]:], failures[before[1]:]
             what = "folder" if p.is_dir() else "archive"
             empty = FileResult(p.name, detect.UNKNOWN, FAILED, bad_input=True,
@@ -100,7 +100,8 @@ def expand(paths: Iterable, tmp_root: Path, limits: archives.ArchiveLimits | Non
             if not found and not failed:
                 failures.append(empty)
             elif all(isinstance(u, Packed) for u in found) and len(failed) == len(found):
-                failures.append(NoFiles(empty, found))   # nothing but packed archives: known once unpacked
+                # nothing but packed archives (each is one entry of both lists): known once unpacked
+                failures.append(NoFiles(empty, found))
         else:
             units.append(Unit(p, p.name, explicit=True))
     return units, failures
@@ -116,7 +117,7 @@ def unpack(packed: Packed, tmp_root: Path) -> tuple[list[Unit], list[FileResult]
 
 
 def settle(failures: list, unpacked: dict) -> list[FileResult]:
-    """The failures of ``expand(..., unpack=False)`` once every ``Packed`` is unpacked (`unpacked`:
+    """The failures of ``expand(..., unpack_archives=False)`` once every ``Packed`` is unpacked (`unpacked`:
     Packed -> its units and failures): the same failures, in the same order, that ``expand`` gives
     when it unpacks as it goes."""
     out: list[FileResult] = []
@@ -132,18 +133,18 @@ def settle(failures: list, unpacked: dict) -> list[FileResult]:
 
 
 def unpack_all(units: list, failures: list, tmp_root: Path) -> tuple[list[Unit], list[FileResult]]:
-    """Every ``Packed`` of ``expand(..., unpack=False)`` unpacked here, in order."""
+    """Every ``Packed`` of ``expand(..., unpack_archives=False)`` unpacked here, in order."""
     unpacked = {u: unpack(u, tmp_root) for u in units if isinstance(u, Packed)}
     return ([x for u in units for x in (unpacked[u][0] if isinstance(u, Packed) else [u])],
             settle(failures, unpacked))
 
 
 def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: list,
-                  budget: archives.Budget, depth: int, unpack: bool = True) -> None:
+                  budget: archives.Budget, depth: int, unpack_archives: bool = True) -> None:
     try:
         if p.is_file():  # an archive: unpacked under the ingest's temp root, removed at the end
             if depth == 0:
-                if not unpack:
+                if not unpack_archives:
                     packed = Packed(p, name, budget.limits)
                     units.append(packed)
                     failures.append(packed)
@@ -165,7 +166,7 @@ def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: lis
         d = Path(dirpath)
         if d != p and bundle_mod.is_bundle_dir(d):
             _expand_entry(d, f"{name}/{d.relative_to(p).as_posix()}", tmp_root, units, failures, budget, depth,
-                          unpack)
+                          unpack_archives)
             dirnames[:] = []
             continue
         for fn in sorted(filenames):
@@ -174,7 +175,7 @@ def _expand_entry(p: Path, name: str, tmp_root: Path, units: list, failures: lis
             fp = d / fn
             rel = f"{name}/{fp.relative_to(p).as_posix()}"
             if bundle_mod.is_archive(fp):
-                _expand_entry(fp, rel, tmp_root, units, failures, budget, depth, unpack)
+                _expand_entry(fp, rel, tmp_root, units, failures, budget, depth, unpack_archives)
             else:
                 units.append(Unit(fp, rel))
 

@@ -11,8 +11,8 @@ stay bounded too.
 
 An archive (a collected bundle's .tar.gz, most often) is unpacked by the worker that parses its
 files, not by the writer before the first parse starts: unpacking the 92 sample bundles is about
-an eighth of their ingest's CPU, and the writer's process is what binds a folder ingest. The archive's files and
-failures then take its place, as if it had been unpacked first.
+an eighth of their ingest's CPU, and the writer's process is what binds a folder ingest. The
+archive's files and failures then take its place, as if it had been unpacked first.
 """
 from __future__ import annotations
 

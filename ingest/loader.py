@@ -60,7 +60,7 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
         if workers > 1 and len(units) > 1:
             from compilewatch.ingest.workers import ingest_in_workers
             with store.writes_held():
-                results, unpacked = ingest_in_workers(store, units, sizes, tmp_root, min(workers, len(units)),
+                results, unpacked = ingest_in_workers(store, units, sizes, tmp_root, workers,
                                                       run_id=run_id, options=options, progress=progress)
             report.files.extend(settle(failures, unpacked))
             report.files.extend(results)

@@ -66,12 +66,15 @@ def _stage(unit: Unit | Packed, tmp_dir: Path, run_id: str | None):
 def ingest_in_workers(store, units: list[Unit | Packed], sizes: list[int], tmp_dir: Path, workers: int, *,
                       run_id: str | None, options: dict,
                       progress: Callable[[int, int, str], None] | None = None) -> tuple[list[FileResult], dict]:
-    """Ingest `units` with `workers` parse processes and this process as the writer: one result per
-    file, in the units' order (an archive's files at its place), and what each archive left packed
+    """Ingest `units` with up to `workers` parse processes (no more than the units, unless an
+    archive among them may hold more files) and this process as the writer: one result per file,
+    in the units' order (an archive's files at its place), and what each archive left packed
     held (Packed -> its units and failures, for ``units.settle``)."""
     results: list[FileResult] = []
     unpacked: dict = {}
     total, done = sum(sizes), 0
+    if not any(isinstance(u, Packed) for u in units):   # an archive may hold more files than there are units
+        workers = min(workers, len(units))
     ahead = workers * AHEAD_PER_WORKER
     # what is left to write, in order: [unit, its size, its parse's future once submitted]
     line: deque = deque([unit, size, None] for unit, size in zip(units, sizes))

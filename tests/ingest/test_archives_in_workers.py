@@ -64,6 +64,15 @@ def inputs(tmp_path_factory) -> list[Path]:
     return [drop, hollow, lone, BUNDLES[4]]
 
 
+@pytest.fixture
+def unpacked_here(monkeypatch) -> list[str]:
+    """The names of the archives this process unpacks (a worker's unpacking is not seen here)."""
+    names: list[str] = []
+    extract = archives.extract
+    monkeypatch.setattr(archives, "extract", lambda p, *a, **k: names.append(Path(p).name) or extract(p, *a, **k))
+    return names
+
+
 def _ingest(db: Path, paths: list[Path], workers: int):
     store = open_store(db)
     report = ingest_paths(store, paths, workers=workers)
@@ -80,11 +89,7 @@ def _ingest(db: Path, paths: list[Path], workers: int):
     return table, tables
 
 
-def test_archives_unpacked_by_the_workers_give_one_process_results(inputs, tmp_path, monkeypatch):
-    unpacked_here = []
-    extract = archives.extract
-    monkeypatch.setattr(archives, "extract", lambda p, *a, **k: unpacked_here.append(Path(p).name) or extract(p, *a, **k))
-
+def test_archives_unpacked_by_the_workers_give_one_process_results(inputs, tmp_path, unpacked_here):
     one_table, one_tables = _ingest(tmp_path / "one" / "cw.duckdb", inputs, workers=1)
     assert "a.tar.gz" in unpacked_here and "many.tar.gz" in unpacked_here
     unpacked_here.clear()
@@ -106,15 +111,12 @@ def test_archives_unpacked_by_the_workers_give_one_process_results(inputs, tmp_p
     assert one_tables["graph_breaks"] and one_tables["recompiles"]
 
 
-def test_one_archive_alone_is_unpacked_here_and_its_files_parsed_on_every_core(tmp_path, monkeypatch):
+def test_one_archive_alone_is_unpacked_here_and_its_files_parsed_on_every_core(tmp_path, unpacked_here):
     """Named alone, an archive of many bundles is unpacked by the writing process, so that its
     files go to the workers one by one, as before."""
     if len(BUNDLES) < 3:
         pytest.skip("sample_logs/cpu-torch2.13 has fewer than 3 bundles")
     many = _tar_of(BUNDLES[:3], tmp_path / "many.tar.gz")
-    unpacked_here = []
-    extract = archives.extract
-    monkeypatch.setattr(archives, "extract", lambda p, *a, **k: unpacked_here.append(Path(p).name) or extract(p, *a, **k))
     two_table, two_tables = _ingest(tmp_path / "two" / "cw.duckdb", [many], workers=2)
     assert unpacked_here == ["many.tar.gz", *(b.name for b in BUNDLES[:3])]   # the bundles inside it too
     one_table, one_tables = _ingest(tmp_path / "one" / "cw.duckdb", [many], workers=1)

@@ -162,10 +162,11 @@ def bench_text(tmp: Path, mb_target: float, repeat: int, range_mbs: list[float] 
     print(f"  compilewatch ingest  {iw:6.2f} s  {ir:6.0f} MB peak RSS  {mb / iw:6.1f} MB/s  "
           f"= {fw / iw:.2f}x the floor's rate (target >= 100 MB/s; {os.cpu_count()} cores, the file in ranges)")
     # --range-mb: the same ingest with ranges of at least N MB instead of text_ranges.MIN_RANGE_BYTES
+    from compilewatch.ingest import text_ranges
     from compilewatch.ingest.workers import default_workers   # the ingest's own count of workers
     for rmb in range_mbs:
         size = int(rmb * (1 << 20))
-        parts = max(1, min(default_workers(), text.stat().st_size // size))   # as text_ranges counts them
+        parts = max(1, text_ranges.range_count(text.stat().st_size, default_workers(), size))
         rw, rr = best(lambda i: [sys.executable, "-c", RANGED, str(size), str(text),
                                  str(tmp / f"m{rmb}_{i}" / "db.duckdb")], repeat)
         for i in range(repeat):

@@ -162,6 +162,12 @@ def parse_range(path: Path, rng: Range, stage_dir: Path) -> Range:
     return rng
 
 
+def range_count(size: int, workers: int, min_bytes: int | None = None) -> int:
+    """How many ranges a file of `size` bytes is parsed in: one per `min_bytes` (MIN_RANGE_BYTES),
+    at most one per worker (under 2: in one piece)."""
+    return min(workers, size // (min_bytes or MIN_RANGE_BYTES))
+
+
 def places(size: int, parts: int) -> list[int]:
     """Where the cuts between `parts` ranges of about equal size are looked for."""
     return [size * i // parts for i in range(1, parts)]
@@ -272,7 +278,7 @@ def parse_in_ranges(sink: StagingSink, path: Path, workers: int) -> Parsed | Non
     to `sink`, when the file is too small to split or a cut cannot be put back: then parse it in
     one piece."""
     size = os.path.getsize(path)
-    parts = min(workers, size // MIN_RANGE_BYTES)
+    parts = range_count(size, workers)
     if parts < 2:
         return None
     ranges = cut(path, parts, size)

@@ -49,7 +49,8 @@ def store_file(store, sink: StagingSink, f: FileRow, run: dict | None = None) ->
         if claim.stored_under is not None:
             return claim.stored_under
         _in_transactions(claim.transactions, lambda con: _write(con, sink, f, claim.file_id, claim.run_exists, run,
-                                                                claim.refresh_later))
+                                                                claim.refresh_later, claim.run_written))
+        claim.committed(run)
     return None
 
 
@@ -68,14 +69,15 @@ def _in_transactions(transactions, write) -> None:
 
 
 def _write(con, sink: StagingSink, f: FileRow, file_id: int, run_exists: bool, run: dict | None,
-           refresh_later: bool = False) -> None:
+           refresh_later: bool = False, run_written: dict | None = None) -> None:
     """One file's rows, files row, run and derived per-run facts (or the marker that they lag),
-    inside the caller's transaction."""
+    inside the caller's transaction. `run_written`: the run's fields and marker as stored already
+    (FileClaim.run_written)."""
     if f.file_id is not None:
         for t in (*EVENT_TABLES, "ingest_errors"):
             con.execute(f"DELETE FROM {t} WHERE file_id = ?", [file_id]).fetchall()
     sink.load(con, f.run_id, file_id, f.original_name)
-    if run is not None:
+    if run is not None and not (run_exists and run == run_written):
         _upsert_run(con, f.run_id, run_exists, run)
     if f.file_id is None:
         con.execute(
@@ -87,7 +89,8 @@ def _write(con, sink: StagingSink, f: FileRow, file_id: int, run_exists: bool, r
         con.execute("UPDATE files SET parser_version = ?, records = ?, errors = ?, status = ? WHERE file_id = ?",
                     [PARSER_VERSION, f.records, f.errors, f.status, file_id]).fetchall()
     if refresh_later:   # the store refreshes the run once, after the last of its files it writes in a row
-        mark_stale(con, f.run_id)
+        if run_written is None:
+            mark_stale(con, f.run_id)
     else:               # what is derived per run (hardware, run_metrics, rollups), in this transaction
         refresh_run(con, f.run_id)
 

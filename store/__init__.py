@@ -50,13 +50,18 @@ class FileClaim:
     that holds the content already (nothing is to be written); otherwise the caller writes the
     file's rows inside `transactions()` (see store.files.transactions) under `file_id`, creating
     its run when `run_exists` is false. `refresh_later`: the run's derived facts are refreshed by
-    the store after the transaction (store.derived.mark_stale), not inside it."""
+    the store after the transaction (store.derived.mark_stale), not inside it. `run_written`: the
+    run's fields as an earlier claim wrote them, with its stale marker, when the store knows that
+    nothing else was written since (a file whose run fields are the same leaves both as they are);
+    the caller hands `committed` the run's fields once the transaction has committed."""
 
     stored_under: str | None = None
     file_id: int | None = None
     run_exists: bool = False
     refresh_later: bool = False
     transactions: Callable[[], Iterator[AbstractContextManager]] = field(default=lambda: iter(()), repr=False)
+    run_written: dict | None = None
+    committed: Callable[[dict | None], None] = field(default=lambda run: None, repr=False)
 
 
 @runtime_checkable

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from compilewatch.ingest import commit
+from compilewatch.ingest import commit, loader
 from compilewatch.ingest.loader import ingest_paths
 from compilewatch.store import derived, open_store
 from compilewatch.store.embedded import EmbeddedStore
@@ -182,3 +182,37 @@ def test_reingest_keeps_one_writer_and_refreshes_each_run_once(tmp_path, monkeyp
     assert {t: _rows(store, t) for t in ("run_metrics", "rollup_day_runs")} == \
         {t: before[t] for t in ("run_metrics", "rollup_day_runs")}
     assert all(len(_rows(store, t)) == len(before[t]) for t in tables)
+
+
+
+def test_a_held_writer_writes_a_runs_row_and_marker_once_for_files_that_agree(tmp_path, monkeypatch):
+    """A bundle's files carry the same run fields: on one held writer the first file writes the
+    runs row and the stale marker, the others leave both as they are. A write of anything else in
+    between (here the run's label cleared by hand) makes the next file write them again, filling
+    the gap as every file did before."""
+    upserts, marks, stored, labels = [], [], [], []
+    real_upsert, real_mark, real_store = commit._upsert_run, commit.mark_stale, loader.store_file
+    monkeypatch.setattr(commit, "_upsert_run", lambda con, run_id, *a: (upserts.append(run_id),
+                                                                         real_upsert(con, run_id, *a)))
+    monkeypatch.setattr(commit, "mark_stale", lambda con, run_id: (marks.append(run_id), real_mark(con, run_id)))
+    store = open_store(tmp_path / "cw.duckdb")
+
+    def store_file(store, sink, row, run=None):
+        found = real_store(store, sink, row, run)
+        stored.append(row.run_id)
+        if len(stored) == 2:   # between the second and third file, on the held writer
+            with store.write() as con:
+                labels.extend(con.execute("SELECT label FROM runs WHERE run_id = ?", [row.run_id]).fetchall())
+                con.execute("UPDATE runs SET label = NULL WHERE run_id = ?", [row.run_id]).fetchall()
+        return found
+
+    monkeypatch.setattr(loader, "store_file", store_file)
+    report = ingest_paths(store, BUNDLES[:1])
+    assert report.ok and len(stored) >= 4 and len(set(stored)) == 1
+    run_id = stored[0]
+    assert upserts == [run_id] * 2 and marks == [run_id] * 2
+    with store.read() as con:
+        assert labels[0][0] and con.execute("SELECT label FROM runs WHERE run_id = ?", [run_id]).fetchall() == labels
+        assert con.execute("SELECT count(*) FROM stale_runs").fetchall()[0][0] == 0
+    assert _derived_runs(store) == {run_id}
+    assert_rollups_match(store)

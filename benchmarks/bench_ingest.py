@@ -151,9 +151,16 @@ def bench_text(tmp: Path, mb_target: float, repeat: int, range_mbs: list[float] 
     ow, orss = best(lambda i: CW + ["ingest", "--quiet", "--workers", "1", str(text), "--db",
                                     str(tmp / f"o{i}" / "db.duckdb")], repeat)
     iw, ir = best(lambda i: CW + ["ingest", "--quiet", str(text), "--db", str(tmp / f"x{i}" / "db.duckdb")], repeat)
+    # what an ingest costs whatever the file's size: the log's first MB into a fresh store
+    head = tmp / "head.txt"
+    with open(text, "rb") as f:
+        block = f.read(1 << 20)
+    head.write_bytes(block[:block.rfind(b"\n") + 1])
+    hw, _ = best(lambda i: CW + ["ingest", "--quiet", str(head), "--db", str(tmp / f"h{i}" / "db.duckdb")], repeat)
     for i in range(repeat):
         stored(tmp / f"o{i}" / "db.duckdb")
         stored(tmp / f"x{i}" / "db.duckdb")
+        stored(tmp / f"h{i}" / "db.duckdb")
     print(f"  parse-only floor     {fw:6.2f} s  {fr:6.0f} MB peak RSS  {mb / fw:6.1f} MB/s")
     print(f"  compilewatch summarize {sw:4.2f} s  {sr:6.0f} MB peak RSS  {mb / sw:6.1f} MB/s  "
           f"= {fw / sw:.2f}x the floor's rate")
@@ -161,6 +168,15 @@ def bench_text(tmp: Path, mb_target: float, repeat: int, range_mbs: list[float] 
           f"= {fw / ow:.2f}x the floor's rate")
     print(f"  compilewatch ingest  {iw:6.2f} s  {ir:6.0f} MB peak RSS  {mb / iw:6.1f} MB/s  "
           f"= {fw / iw:.2f}x the floor's rate (target >= 100 MB/s; {os.cpu_count()} cores, the file in ranges)")
+    # Why the target is or is not in reach on this machine, from the figures above: what does not
+    # shrink with the file, what an ingest adds to the parse, and the best the parse spread evenly
+    # over every core could give with that added part unchanged.
+    beside, cores = ow - fw, os.cpu_count() or 1
+    print(f"  ingest of its first MB {hw:4.2f} s  (start, store creation, commit, refresh and close, whatever the "
+          f"file's size: {hw / (mb / 100):.0%} of the {mb / 100:.2f} s that 100 MB/s allows this file)")
+    print(f"  beside the parse      {beside:5.2f} s  (ingest --workers 1 less the floor: start and store step); "
+          f"with the parse spread evenly over {cores} cores and that unchanged, at best "
+          f"{beside + fw / cores:.2f} s = {mb / (beside + fw / cores):.1f} MB/s")
     # --range-mb: the same ingest with ranges of at least N MB instead of text_ranges.MIN_RANGE_BYTES
     from compilewatch.ingest import text_ranges
     from compilewatch.ingest.workers import default_workers   # the ingest's own count of workers

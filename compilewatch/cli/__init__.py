@@ -240,6 +240,11 @@ def cmd_check(args) -> int:
 
         print(f"candidate: {result.candidate} ({len(result.candidate_runs)} runs) · "
               f"baseline: {result.baseline} ({len(result.baseline_runs)} runs)")
+        # before the verdicts: where the baseline window is empty, these say which runs a model's
+        # verdicts were judged against instead (the report's "Judged against their previous version")
+        for n in result.notes:
+            if n.kind == "own_history":
+                print(f"  own history: {safe(n.text)}")
         for title, items in (("REGRESSION", result.regressions), ("suspicious", result.suspicious),
                              ("better", result.improvements)):
             for v in items:
@@ -247,7 +252,8 @@ def cmd_check(args) -> int:
                 for e in v.evidence:
                     print(f"             {e.kind}: {safe(e.text)}")
         for n in result.notes:
-            print(f"  {'own history' if n.kind == 'own_history' else 'not compared'}: {safe(n.text)}")
+            if n.kind != "own_history":
+                print(f"  not compared: {safe(n.text)}")
         print(f"compilewatch check {'FAILED' if failed else 'passed'}: {len(result.regressions)} regression(s), "
               f"{len(result.suspicious)} suspicious, {len(result.improvements)} improvement(s)")
     return 1 if failed else 0

@@ -66,6 +66,13 @@ def test_check_with_no_spec_fails_on_the_regression_alone(labelled_db, tmp_path)
     assert ingest_paths(open_store(same), sorted(LABELLED.glob("labelled-same_*.tar.gz"))).ok
     p = subprocess.run([*run[:4], "--db", str(same)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "own history: labelled-same" in p.stdout, p.stdout + p.stderr
+    # the text output says which runs were the baseline before its first verdict: the header's week
+    # before holds none
+    p = subprocess.run([*run[:4], "--db", str(labelled_db)], capture_output=True, text=True, timeout=300)
+    lines = p.stdout.splitlines()
+    assert "(0 runs)" in lines[0], p.stdout
+    first_verdict = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("REGRESSION"))
+    assert any(ln.startswith("  own history: labelled-job") for ln in lines[1:first_verdict]), p.stdout
 
 
 def test_the_default_report_names_it(labelled_db):

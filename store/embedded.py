@@ -98,8 +98,9 @@ class EmbeddedStore:
         self._released_at = 0.0   # when the held writer last let the lock go (READERS_TURN_S)
         self._stale_pending = False   # the held writer marked runs whose derived facts it owes
         self._mark_at_hold: int | None = None   # <db>.waiting's mtime when the held writer took the lock
-        # run_id -> the runs fields a claim on the held writer committed, with the run's stale
-        # marker, since the writer last wrote anything else, refreshed or let go (claim_file)
+        # run_id -> the fields of its runs row that a claim on the held writer committed, with the
+        # run's stale marker, since the writer last wrote anything else, refreshed or let go
+        # (claim_file)
         self._claimed_runs: dict[str, dict] = {}
 
     @property

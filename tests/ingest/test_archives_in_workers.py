@@ -11,6 +11,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from stored_tables import rows_in_order
 from test_hostile_inputs import _damage, _zip_of_bundle   # the same damaged and zipped bundles
 
 from compilewatch.ingest import archives
@@ -80,8 +81,7 @@ def _ingest(db: Path, paths: list[Path], workers: int):
     tables = {}
     with store.read() as con:
         for t in (*EVENT_TABLES, "ingest_errors"):
-            tables[t] = con.execute(
-                f"SELECT * EXCLUDE (rid) FROM (SELECT rowid AS rid, * FROM {t}) ORDER BY rid").fetchall()
+            tables[t] = rows_in_order(con, t)
         tables["files"] = con.execute(
             "SELECT file_id, run_id, sha256, kind, original_name, status, records, errors FROM files ORDER BY file_id"
         ).fetchall()

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -50,6 +51,9 @@ def snapshot(con, table: str) -> pd.DataFrame:
     cols = [c for c, _ in typed]
     exprs = [f"hex({c}) AS {c}" if t == "BLOB" else c for c, t in typed]  # bytes compare, not sort
     frame = con.execute(f"SELECT {', '.join(exprs)} FROM {table}").df()
+    if "payload_z" in frame:   # the payload, not deflate's encoding of it (stored_tables.read_back)
+        frame["payload_z"] = [zlib.decompress(bytes.fromhex(x)).hex() if isinstance(x, str) else x
+                              for x in frame["payload_z"]]
     return frame.sort_values(cols).reset_index(drop=True) if len(frame) else frame
 
 

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from stored_tables import read_back
 
 from compilewatch.ingest import file_kind as detect
 from compilewatch.ingest.loader import ingest_paths
@@ -50,7 +51,7 @@ def _tables(store) -> dict[str, list[tuple]]:
             cols = [c for (c,) in con.execute(
                 "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
                 [t]).fetchall()]
-            rows = con.execute(f"SELECT {', '.join(cols)} FROM {t}").fetchall()
+            rows = read_back(cols, con.execute(f"SELECT {', '.join(cols)} FROM {t}").fetchall())
             fid = cols.index("file_id")
             out[t] = sorted((tuple(sha[v] if i == fid else v for i, v in enumerate(r)) for r in rows), key=repr)
         out["files"] = sorted(con.execute(

@@ -3,7 +3,7 @@ floor for TORCH_LOGS text, one worker for many bundles.
 
     .venv/bin/python benchmarks/bench_ingest.py [--trace-mb 111] [--text-mb 105] [--repeat 3]
                                                 [--big-mb 1000] [--workers 1,2] [--skip-tlparse]
-                                                [--inputs DIR] [--range-mb 8,4,2]
+                                                [--inputs DIR] [--range-mb 8,4,2] [--team-db D]
 
 Inputs are built from real logs only (benchmarks/real_inputs.py) in a temp folder, removed after;
 --inputs DIR takes them from DIR instead (built there by real_inputs.py --out DIR and copied to a
@@ -23,7 +23,10 @@ of --repeat runs is printed for each, with the ratio to its reference measured i
      whole file.
      --range-mb: the same ingest again with ranges of at least that many MB (the default 16).
   3. --big-mb: one trace and one text log of that size ingested once each; target < 400 MB peak RSS.
-  4. --workers: `compilewatch ingest sample_logs/ --workers N` into a fresh store for each N: files/s,
+  4. --team-db D: single bundles of sample_logs/ ingested one `compilewatch ingest` at a time into a
+     copy of D (a store at an organisation's scale, built by gen_team_year.py) and into a small store,
+     alternating: seconds per bundle, and the ratio of the medians.
+  5. --workers: `compilewatch ingest sample_logs/ --workers N` into a fresh store for each N: files/s,
      MB/s and the speed-up over the first N. The peak RSS printed is the largest single process.
      The first N's store is then re-parsed whole (`compilewatch reingest --all`), against its ingest.
 """
@@ -269,6 +272,47 @@ def bench_workers(tmp: Path, counts: list[int]) -> None:
           f"process  ({load()})")
 
 
+def files_in(db: Path) -> int:
+    import duckdb
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT count(*) FROM files").fetchone()[0]
+    finally:
+        con.close()
+
+
+def bench_team_store(tmp: Path, team_db: Path, count: int) -> None:
+    """One bundle at a time, as CI jobs upload them, into a copy of a store at an organisation's
+    scale (gen_team_year.py) and into a small one, alternating: what the store's size adds."""
+    import statistics
+    copy = tmp / "team" / team_db.name
+    shutil.copytree(team_db.parent, copy.parent, ignore=shutil.ignore_patterns("*.lock", "*.tmp", "tmp"))
+    small = tmp / "small" / "db.duckdb"
+    bundles = sorted((REPO / "sample_logs").glob("*/*.tar.gz"))
+    # open both stores first (a pending migration, the small store's creation), untimed
+    subprocess.run(CW + ["stats", "--db", str(copy)], capture_output=True, check=True, cwd=tmp)
+    measure(CW + ["ingest", "--quiet", str(bundles[-1]), "--db", str(small)])
+    runs = json.loads(subprocess.run(CW + ["stats", "--db", str(copy), "--json"], capture_output=True, text=True,
+                                     check=True, cwd=tmp).stdout)["runs"]
+    print(f"One bundle per ingest into a copy of {team_db} ({runs:,} runs) and into a small store ({load()})")
+    team, fresh = [], []
+    for b in bundles[:-1]:
+        if len(team) == count:
+            break
+        before = files_in(copy)
+        tw, tr, _ = measure(CW + ["ingest", "--quiet", str(b), "--db", str(copy)])
+        sw, _, _ = measure(CW + ["ingest", "--quiet", str(b), "--db", str(small)])
+        if files_in(copy) <= before:   # stored there already: that was a duplicate's time
+            print(f"  {b.parent.name}/{b.name}: stored in that store already, not counted")
+            continue
+        team.append(tw)
+        fresh.append(sw)
+        print(f"  {b.parent.name}/{b.name}: {tw:5.2f} s ({tr:4.0f} MB peak RSS) against {sw:5.2f} s")
+    t, f = statistics.median(team), statistics.median(fresh)
+    print(f"  median {t:.2f} s against {f:.2f} s: {t / f:.2f}x the small store's  ({load()} after)")
+    shutil.rmtree(copy.parent)
+
+
 def compiled() -> None:
     """Bytecode for every module of the checkout, as an installed wheel has it (scripts/setup.sh
     writes it too): a source edited since is compiled again at every command, ~0.1 s of each
@@ -286,7 +330,10 @@ def main() -> None:
     ap.add_argument("--big-mb", type=float, default=0, help="also ingest a trace and a text log of this size")
     ap.add_argument("--workers", default="", help="comma-separated worker counts for the sample_logs/ folder")
     ap.add_argument("--skip-tlparse", action="store_true")
-    ap.add_argument("--only", choices=("trace", "text", "big", "workers"), action="append")
+    ap.add_argument("--only", choices=("trace", "text", "big", "workers", "team"), action="append")
+    ap.add_argument("--team-db", type=Path, help="a store built by gen_team_year.py: ingest single bundles "
+                                                 "into a copy of it (the copy needs its size free on disk)")
+    ap.add_argument("--team-bundles", type=int, default=6)
     ap.add_argument("--range-mb", default="", help="comma-separated: also ingest the text log in ranges of "
                                                    "at least this many MB (the default is 16)")
     ap.add_argument("--inputs", type=Path, help="take trace.log and torch_logs.txt from this folder "
@@ -304,6 +351,8 @@ def main() -> None:
             bench_text(tmp, args.text_mb, args.repeat, [float(x) for x in args.range_mb.split(",") if x])
         if "big" in only and args.big_mb:
             bench_big(tmp, args.big_mb)
+        if "team" in only and args.team_db:
+            bench_team_store(tmp, args.team_db.resolve(), args.team_bundles)
         if "workers" in only and args.workers:
             print(f"sample_logs/: {len(list((REPO / 'sample_logs').glob('*/*.tar.gz')))} bundles")
             bench_workers(tmp, [int(x) for x in args.workers.split(",")])

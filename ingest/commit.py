@@ -118,7 +118,7 @@ def _upsert_run(con, run_id: str, run_exists: bool, values: dict) -> None:
     cols = list(values)
     if run_exists:
         # A run seen again (another file of the same bundle or of the same --run-id) only fills gaps.
-        # No ON CONFLICT: DuckLake has no keys; the store guarantees run_exists is current.
+        # No ON CONFLICT: neither store keys runs (migration 017); the claim keeps run_exists current.
         sets = ", ".join(f"{c} = coalesce({c}, ?)" for c in cols)
         con.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values.values(), run_id]).fetchall()
     else:

@@ -112,10 +112,17 @@ _TABLE_CONSTRAINT = re.compile(r",\s*(CONSTRAINT\s+\w+\s+)?(PRIMARY\s+KEY|UNIQUE
 _COLUMN_CONSTRAINT = re.compile(r"\s+(PRIMARY\s+KEY|UNIQUE)\b(?!\s*\()|\s+REFERENCES\s+\w+\s*(\([^)]*\))?", re.I)
 
 
+# The first line of a migration that only changes what DuckLake does not have (keys, indexes): on
+# DuckLake it is recorded as applied and changes nothing.
+EMBEDDED_ONLY = "-- embedded only:"
+
+
 def ducklake_sql(sql: str) -> str:
     """A migration written for embedded DuckDB, as DuckLake takes it. DuckLake has NOT NULL and
     defaults but no keys, unique constraints, indexes or sequences; what they enforced on the embedded
     store is enforced here by claims (module docstring). This is the one place that knows it."""
+    if sql.startswith(EMBEDDED_ONLY):
+        return ""
     sql = _COMMENT.sub("", sql)
     sql = _SEQUENCE.sub("", sql)
     sql = _INDEX.sub("", sql)
@@ -485,7 +492,8 @@ class LakeStore:
                 try:
                     for attempt in self._transactions_on(cur):
                         with attempt as c:
-                            c.execute(ducklake_sql(sql))
+                            if translated := ducklake_sql(sql):
+                                c.execute(translated)
                             after_migration(c, name)
                             c.execute("INSERT INTO _migrations (name) VALUES (?)", [name])
                 except duckdb.Error as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import time
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from compilewatch.core.errors import StoreError
 from compilewatch.store import open_store
 from compilewatch.store.embedded import EmbeddedStore
 from compilewatch.store.files import migrations
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_migrations_apply_once_and_are_recorded(tmp_path):
@@ -183,3 +186,41 @@ def test_a_write_ahead_log_duckdb_cannot_replay_is_a_store_error_that_says_what_
         with EmbeddedStore(db).read():
             pass
     assert "write-ahead log" in str(e.value) and "cw.duckdb.wal" in e.value.hint
+
+
+def test_a_store_made_with_keys_on_runs_and_files_loses_them_and_keeps_its_rows(tmp_path, monkeypatch):
+    """Migration 017 builds runs and files again without the keys they had: every row stays, in its
+    order, files stored before are still duplicates, and new ones are stored once."""
+    import duckdb
+
+    from compilewatch.ingest.loader import ingest_paths
+    from compilewatch.store import embedded
+
+    bundles = sorted((REPO / "sample_logs" / "cpu-torch2.13").glob("*.tar.gz"))[:3]
+    every = migrations()
+    monkeypatch.setattr(embedded, "migrations", lambda: [m for m in every if m[0] < "017"])
+    db = tmp_path / "cw.duckdb"
+    assert ingest_paths(open_store(db), bundles[:2]).ok
+
+    def table(name):
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            keys = con.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name = ? AND "
+                               "constraint_type IN ('PRIMARY KEY', 'UNIQUE')", [name]).fetchone()[0]
+            return keys, con.execute(f"SELECT * FROM {name} ORDER BY rowid").fetchall()
+        finally:
+            con.close()
+
+    (run_keys, runs), (file_keys, files) = table("runs"), table("files")
+    assert run_keys == 1 and file_keys == 2 and len(runs) == 2 and len(files) == 10
+
+    monkeypatch.setattr(embedded, "migrations", lambda: every)
+    store = open_store(db)
+    assert table("runs") == (0, runs) and table("files") == (0, files)
+    again = ingest_paths(store, bundles)
+    assert [f.status for f in again.files].count("duplicate") == 10
+    assert [f.status for f in again.files].count("stored") == 5
+    with store.read() as con:
+        assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs").fetchone() == (3, 3)
+        assert con.execute("SELECT count(*), count(DISTINCT file_id), count(DISTINCT (run_id, sha256)) "
+                           "FROM files").fetchone() == (15, 15, 15)

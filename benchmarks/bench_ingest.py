@@ -96,7 +96,7 @@ def stored(db: Path) -> None:
 
 def best(cmd_for_run, repeat: int, ok=(0, 1)) -> Run:
     """The run of `repeat` with the fastest wall time (others' load only ever slows a run down)."""
-    return min((measure(cmd_for_run(i), ok) for i in range(repeat)), key=lambda r: r[0])
+    return min((measure(cmd_for_run(i), ok) for i in range(repeat)), key=lambda r: r.wall)
 
 
 INPUTS: Path | None = None   # --inputs: a folder of inputs built before (real_inputs.py --out), kept
@@ -127,7 +127,7 @@ def bench_trace(tmp: Path, mb_target: float, repeat: int, tlparse: bool) -> None
     print(f"TORCH_TRACE {what} ({load()})")
     # the default: the file read in ranges by one process per core (ingest/trace_ranges.py); and in one
     ow, orss, _ = best(lambda i: CW + ["ingest", "--quiet", "--workers", "1", str(trace), "--db",
-                                    str(tmp / f"o{i}" / "db.duckdb")], repeat)
+                                       str(tmp / f"o{i}" / "db.duckdb")], repeat)
     w, r, _ = best(lambda i: CW + ["ingest", "--quiet", str(trace), "--db", str(tmp / f"t{i}" / "db.duckdb")], repeat)
     for i in range(repeat):
         stored(tmp / f"o{i}" / "db.duckdb")
@@ -137,7 +137,7 @@ def bench_trace(tmp: Path, mb_target: float, repeat: int, tlparse: bool) -> None
           f"({os.cpu_count()} cores, the file read in ranges)")
     if tlparse:
         tw, tr, _ = best(lambda i: [str(VENV_BIN / "tlparse"), str(trace), "-o", str(tmp / "tl"), "--overwrite",
-                                 "--no-browser"], repeat)
+                                    "--no-browser"], repeat)
         print(f"  tlparse 0.4.3        {tw:6.2f} s  {tr:6.0f} MB peak RSS  {mb / tw:6.1f} MB/s")
         print(f"  ratio to tlparse: wall {w / tw:.3f}x (target <= 0.15), peak RSS {r / tr:.3f}x (target <= 0.35)")
     print(f"  ({load()} after)")
@@ -163,7 +163,7 @@ def bench_text(tmp: Path, mb_target: float, repeat: int, range_mbs: list[float] 
     sw, sr, _ = best(lambda i: CW + ["summarize", str(text)], repeat)
     # one process, and the default: one per core, the file parsed in ranges (ingest/text_ranges.py)
     ow, orss, _ = best(lambda i: CW + ["ingest", "--quiet", "--workers", "1", str(text), "--db",
-                                    str(tmp / f"o{i}" / "db.duckdb")], repeat)
+                                       str(tmp / f"o{i}" / "db.duckdb")], repeat)
     iw, ir, icpu = best(lambda i: CW + ["ingest", "--quiet", str(text), "--db", str(tmp / f"x{i}" / "db.duckdb")], repeat)
     # what an ingest costs whatever the file's size: the log's first MB into a fresh store
     head = tmp / "head.txt"
@@ -197,7 +197,7 @@ def bench_text(tmp: Path, mb_target: float, repeat: int, range_mbs: list[float] 
         size = int(rmb * (1 << 20))
         parts = max(1, text_ranges.range_count(text.stat().st_size, default_workers(), size))
         rw, rr, _ = best(lambda i: [sys.executable, "-c", RANGED, str(size), str(text),
-                                 str(tmp / f"m{rmb}_{i}" / "db.duckdb")], repeat)
+                                    str(tmp / f"m{rmb}_{i}" / "db.duckdb")], repeat)
         for i in range(repeat):
             stored(tmp / f"m{rmb}_{i}" / "db.duckdb")
         print(f"  ranges of >= {rmb:g} MB ({parts} ranges) {rw:6.2f} s  {rr:6.0f} MB peak RSS  {mb / rw:6.1f} MB/s")

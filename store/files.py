@@ -208,12 +208,8 @@ def stored_run(con, sha: str, run_id: str, bundled: bool) -> str | None:
 _RUN_EXISTS = "SELECT count(*) > 0 FROM runs WHERE run_id = ?"
 
 
-def run_exists(con, run_id: str) -> bool:
-    return one(con, _RUN_EXISTS, [run_id])[0]
-
-
 def claim_checks(con, sha: str, run_id: str, bundled: bool) -> tuple[str | None, bool]:
-    """What a file's claim asks once it holds the claim, in one statement: (stored_run, run_exists).
+    """What a file's claim asks once it holds the claim, in one statement: (stored_run, does the run exist).
     One query, not two: on DuckLake each statement outside a transaction is a catalog snapshot of
     its own, with its own round trips to PostgreSQL."""
     found, exists = one(con, f"SELECT ({_stored_run_sql(bundled)}), ({_RUN_EXISTS})",

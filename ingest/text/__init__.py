@@ -61,21 +61,31 @@ def read_lines(stream, asm: RecordAssembler, line_no: int) -> int:
     try:
         read = getattr(stream, "read", None)
         if read is not None:
-            pending = b""
+            # Each chunk's whole lines are decoded where they lie (a memoryview, no copy): joining
+            # the cut line onto the next chunk and slicing off the whole lines copied every MB twice,
+            # half the cost of reading, decoding and splitting the file.
+            pending = b""   # the start of a line cut at the end of the chunk before
             while True:
                 chunk = read(_CHUNK)
                 if not chunk:
                     break
-                buf = pending + chunk if pending else chunk
-                cut = buf.rfind(b"\n")
+                start = 0
+                if pending:
+                    nl = chunk.find(b"\n")
+                    if nl < 0:
+                        pending += chunk
+                        if len(pending) > _MAX_LINE:  # no newline for megabytes: binary, or one huge line
+                            line_no = _feed_block(asm, on_error, line_no, pending)
+                            pending = b""
+                        continue
+                    start = nl + 1
+                    line_no = _feed_block(asm, on_error, line_no, pending + chunk[:start])
+                cut = chunk.rfind(b"\n", start)
                 if cut < 0:
-                    pending = buf
-                    if len(pending) > _MAX_LINE:  # no newline for megabytes: binary, or one huge line
-                        line_no = _feed_block(asm, on_error, line_no, pending)
-                        pending = b""
+                    pending = chunk[start:]
                     continue
-                pending = buf[cut + 1:]
-                line_no = _feed_block(asm, on_error, line_no, buf[:cut + 1])
+                pending = chunk[cut + 1:]
+                line_no = _feed_block(asm, on_error, line_no, chunk, start, cut + 1)
             if pending:
                 line_no = _feed_block(asm, on_error, line_no, pending)
         else:
@@ -90,12 +100,14 @@ _CHUNK = 1 << 20
 _MAX_LINE = 64 << 20
 
 
-def _feed_block(asm, on_error, line_no, block: bytes) -> int:
-    """Whole lines (the last maybe without newline): decode once, split, feed. Blocks with NUL
-    or non-UTF-8 bytes go line by line so that each bad line is counted where it is."""
-    if b"\x00" not in block:
+def _feed_block(asm, on_error, line_no, block: bytes, start: int = 0, end: int | None = None) -> int:
+    """Whole lines, block[start:end] (the last maybe without newline): decode once, split, feed.
+    Blocks with NUL or non-UTF-8 bytes go line by line so that each bad line is counted where it is."""
+    if end is None:
+        end = len(block)
+    if block.find(b"\x00", start, end) < 0:
         try:
-            text = block.decode("utf-8")
+            text = str(memoryview(block)[start:end], "utf-8")
         except UnicodeDecodeError:
             text = None
         if text is not None:
@@ -105,7 +117,7 @@ def _feed_block(asm, on_error, line_no, block: bytes) -> int:
             if "\r" in text:
                 lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
             return asm.feed_lines(line_no, lines)
-    for raw in _split_keep(block):
+    for raw in _split_keep(block[start:end]):
         line_no = _feed_slow(asm, on_error, line_no, raw)
     return line_no
 

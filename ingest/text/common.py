@@ -9,11 +9,14 @@ FRAME = re.compile(r'File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<fn>\S
 
 def frames(lines) -> list[tuple[str, int, str | None]]:
     out = []
+    search = FRAME.search
     for ln in lines:
-        if "File \"" in ln:
-            m = FRAME.search(ln)
+        at = ln.find('File "')
+        if at >= 0:
+            m = search(ln, at)
             if m:
-                out.append((m.group("file"), int(m.group("line")), m.group("fn")))
+                file, line, fn = m.groups()
+                out.append((file, int(line), fn))
     return out
 
 

@@ -38,7 +38,7 @@ def parse(rec, ctx) -> None:
             return
         header, failures = parsed
     else:
-        header, failures = head, _failures(rec.lines[1:])
+        header, failures = head, _failures(rec.lines)
     m = _HEADER.match(header)
     if not m:
         ctx.error(rec.start_line, "payload", "'Recompiling function' line without 'in FILE'", head)
@@ -60,7 +60,7 @@ def parse(rec, ctx) -> None:
     emit = sink.row
     for idx, raw, entry in failures:
         grow = {
-            "line_no": line_nos[idx + 1] if idx is not None else start,
+            "line_no": line_nos[idx] if idx is not None else start,
             "recompile_no": no,
             "compile_id": cid,
             "rank": rank,
@@ -73,11 +73,13 @@ def parse(rec, ctx) -> None:
 
 
 def _failures(lines):
-    """[(line index, raw reason, failed entry)] from the indented body."""
+    """[(line index, raw reason, failed entry)] from the indented body, lines[1:] (not sliced off:
+    a verbose report's list of guards is long)."""
     out = []
     entry = None
     started = False
-    for i, ln in enumerate(lines):
+    for i in range(1, len(lines)):
+        ln = lines[i]
         s = ln.lstrip()
         if not started:
             if "triggered by the following guard failure" in s:

@@ -53,6 +53,8 @@ _CONTINUATION_STARTS = (
     "to diagnose", "- ", "guard ", "from user code", "Set TORCH_LOGS", "During handling",
     "The above exception",
 )
+# what a prefix can start with: a rank, a glog level, a shortened path ("..."), TorchDynamo's logger
+_PREFIX_FIRST_CHARS = "[" + glog.LEVEL_LETTERS + ".\u2026Tt"
 BARE_KEY = ("bare",)      # the open record of lines without a prefix, beside the (rank, pid) keys
 MAX_RECORD_LINES = 20000  # a bound on memory per open record; longer records are cut and counted
 
@@ -117,7 +119,7 @@ class RecordAssembler:
     def feed_lines(self, line_no: int, lines) -> int:
         starts = RECORD_STARTS
         firsts = _START_FIRST_CHARS
-        feed = self.feed
+        feed = self._fresh
         lp = self._last_prefix
         plen = len(lp) + 1 if lp is not None else 0
         rec = self._last
@@ -165,12 +167,15 @@ class RecordAssembler:
                     self._add(rec, line_no, msg)
                 self._bare_ok = True
                 return
+        self._fresh(line_no, s)
+
+    def _fresh(self, line_no: int, s: str) -> None:
+        """A line that does not continue the record of the line before it (feed_lines has checked)."""
         if not s:
             if self._bare_ok and self._last is not None and self._last.parser is not None:
                 self._add(self._last, line_no, "")
             return
-        c = s[0]
-        if c == "[" or c in glog.LEVEL_LETTERS or c in ".\u2026Tt":
+        if s[0] in _PREFIX_FIRST_CHARS:
             head = self._parse_prefix(s)
             if head is not None:
                 self._prefixed(line_no, s, *head)
@@ -202,8 +207,9 @@ class RecordAssembler:
         if g is not None:
             end = g.end()
             level, md, hms, us, pid, _, _, cid, art = g.groups()
-            return (s[:end].rstrip(" "), rank, int(pid), cid, art[2:] if art else None, level,
-                    ("glog", md, hms, us), s[end:])
+            # the prefix ends with "]"; the match, with the one space after it when there is one
+            return (s[:end - 1] if s[end - 1] == " " else s[:end], rank, int(pid), cid, art[2:] if art else None,
+                    level, ("glog", md, hms, us), s[end:])
         o = _OLD.match(s, pos)
         if o is not None:
             end = o.end()
@@ -229,7 +235,7 @@ class RecordAssembler:
             if rec.parser is not None:
                 self._add(rec, line_no, msg)
         else:
-            if rec is not None:
+            if rec is not None and rec.parser is not None:   # (one no parser wants just ends)
                 self._finish(rec)
             keep = self._wanted(msg) if msg.startswith(RECORD_STARTS) else None
             ts = None

@@ -11,8 +11,8 @@ import pandas as pd
 HEIGHT = 300
 
 
-def _empty(title: str) -> alt.Chart:
-    return alt.Chart(pd.DataFrame({"text": ["no data in this selection"]}), title=title).mark_text(
+def _empty(title: str, text: str = "no data in this selection") -> alt.Chart:
+    return alt.Chart(pd.DataFrame({"text": [text]}), title=title).mark_text(
         color="gray").encode(text="text:N").properties(height=80)
 
 
@@ -21,12 +21,15 @@ def daily_activity(frame: pd.DataFrame) -> alt.Chart:
     title = "Graph breaks and recompiles per day"
     if frame.empty:
         return _empty(title)
+    if not (frame["graph_breaks"].sum() or frame["recompiles"].sum()):
+        # bars of height 0 draw nothing but an axis with one tick, "0.000000"
+        return _empty(title, "no graph breaks or recompiles on these days")
     long = frame.melt(id_vars=["day", "win", "runs"], value_vars=["graph_breaks", "recompiles"],
                       var_name="event", value_name="count")
     long["event"] = long["event"].map({"graph_breaks": "graph breaks", "recompiles": "recompiles"})
     return alt.Chart(long, title=title).mark_bar().encode(
         x=alt.X("yearmonthdate(day):O", title="Day (UTC)", axis=alt.Axis(format="%b %d", labelAngle=0)),
-        y=alt.Y("count:Q", title="Events (count)"),
+        y=alt.Y("count:Q", title="Events (count)", axis=alt.Axis(tickMinStep=1, format=",d")),
         color=alt.Color("event:N", title="Event"),
         opacity=alt.Opacity("win:N", title="Window", scale=alt.Scale(domain=["previous", "current"], range=[0.35, 1.0])),
         xOffset="event:N",

@@ -116,6 +116,24 @@ def test_chart_of_nothing_says_so(name):
     assert spec.get("title")
 
 
+def test_daily_activity_of_runs_without_events_says_so_and_counts_are_whole(sample_db):
+    """The Overview's per-day chart from the sample bundles: a model whose runs logged no graph break
+    or recompile gets a sentence, not empty bars over an axis reading "0.000000"; one with events
+    gets bars on whole-number ticks."""
+    from compilewatch.app.queries import overview
+    with open_store(sample_db).read() as con:
+        per_model = con.execute("SELECT r.model, sum(coalesce(t.graph_breaks, 0) + coalesce(t.recompiles, 0)) "
+                                "FROM runs r LEFT JOIN rollup_run_totals t USING (run_id) GROUP BY ALL").fetchall()
+        quiet = next(m for m, n in per_model if n == 0)
+        busy = next(m for m, n in per_model if n > 0)
+        frames = {m: overview.daily(con, Filters(models=(m,))) for m in (quiet, busy)}
+    assert len(frames[quiet]) and frames[quiet][["graph_breaks", "recompiles"]].to_numpy().sum() == 0
+    spec = charts.daily_activity(frames[quiet]).to_dict()
+    assert "no graph breaks or recompiles" in str(spec) and "bar" not in str(spec.get("mark"))
+    spec = charts.daily_activity(frames[busy]).to_dict()
+    assert spec["mark"]["type"] == "bar" and spec["encoding"]["y"]["axis"]["tickMinStep"] == 1
+
+
 def test_bootstrap_ingests_sample_logs_once_across_concurrent_sessions(tmp_path):
     samples = tmp_path / "sample_logs"
     samples.mkdir()

@@ -612,12 +612,19 @@ def _attach_runs(verdicts: list[Verdict], groups: dict, run_rec: dict) -> None:
             verdicts[i] = _with_command(verdicts[i])
 
 
+def _stormiest_first(k: pd.DataFrame) -> pd.DataFrame:
+    """A key's rows, the run that had it most first (then by run id): the example a hotspot or storm
+    shows (its reason, its failed guard) comes from that run. The keys come from SQL in no set order,
+    and taking whichever row came first gave two renders of one store different example guards."""
+    return k.sort_values(["count", "run_id"], ascending=[False, True], kind="stable")
+
+
 def _hotspots(keys: dict, cand: pd.DataFrame, top: int = 10) -> pd.DataFrame:
     """The candidate's most frequent graph breaks: what, where, count, runs, hints."""
     k = keys.get("new_graph_break")
     if k is None or k.empty:
         return pd.DataFrame(columns=["what", "where", "count", "runs", "models", "hints"])
-    k = k[_in(k["run_id"], cand["run_id"])].merge(cand[["run_id", "model"]], on="run_id")
+    k = _stormiest_first(k[_in(k["run_id"], cand["run_id"])].merge(cand[["run_id", "model"]], on="run_id"))
     if k.empty:
         return pd.DataFrame(columns=["what", "where", "count", "runs", "models", "hints"])
     g = k.groupby("key").agg(count=("count", "sum"), runs=("run_id", "nunique"), models=("model", "nunique"),
@@ -636,7 +643,7 @@ def _storms(keys: dict, cand: pd.DataFrame, top: int = 10) -> pd.DataFrame:
     if k is None or k.empty:
         return pd.DataFrame(columns=["function", "model", "recompiles", "runs", "guard", "guard_at", "guard_source",
                                      "category", "hint"])
-    k = k[_in(k["run_id"], cand["run_id"])].merge(cand[["run_id", "model"]], on="run_id")
+    k = _stormiest_first(k[_in(k["run_id"], cand["run_id"])].merge(cand[["run_id", "model"]], on="run_id"))
     if k.empty:
         return pd.DataFrame(columns=["function", "model", "recompiles", "runs", "guard", "guard_at", "guard_source",
                                      "category", "hint"])

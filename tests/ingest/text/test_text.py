@@ -255,6 +255,21 @@ def test_source_only_recompiles_verbose_multi_guard_entry():
         ("0/1", "size_mismatch"), ("0/1", "dtype"), ("0/0", "length")]
 
 
+@pytest.mark.parametrize("header, expected", [
+    ("Recompiling function forward in /x/m.py:221", ("forward", "/x/m.py", 221)),
+    ("Recompiling function f in C:\\u\\m.py:7  ", ("f", "C:\\u\\m.py", 7)),
+    ("Recompiling function f in m.py:12:3", ("f", "m.py:12", 3)),          # only the last ":N" is the line
+    ("Recompiling function f in g in /x.py:5", ("f", "g in /x.py", 5)),    # the first " in " ends the name
+    ("Recompiling function <lambda> in <string>", ("<lambda>", "<string>", None)),
+    ("Recompiling function f in /x.py:  ", ("f", "/x.py:", None)),
+    ("Recompiling function f in /x.py:a1", ("f", "/x.py:a1", None)),
+])
+def test_recompile_header_splits_name_file_and_line(header, expected):
+    rows = parse_bytes(_glog(header, "    triggered by the following guard failure(s):", "    - 0/0: x == 1")).rows
+    rc = rows["recompiles"][0]
+    assert (rc["function"], rc["file"], rc["line"]) == expected
+
+
 def test_torchrun_tee_prefix_and_compile_id_attempts():
     # torchrun --tee puts "[default0]:" before each line; compile ids may carry an attempt "_1"
     raw = (FIX / "torch2.13_torchrun_2ranks.log").read_bytes()

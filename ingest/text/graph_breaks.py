@@ -117,17 +117,16 @@ def _row(rec, reason: str | None, fr: list, user_file: str | None, user_line: in
 
 def _user_frame(fr: list, user_file: str | None, user_line: int | None) -> tuple:
     """(file, line, function) where the break happened in the user's code: the location the record
-    names, else the innermost frame outside torch."""
-    user_function = None
-    user_frames = [f for f in fr if not _is_torch_internal(f[0])] or fr
-    if user_file is None and user_frames:
-        user_file, user_line, user_function = user_frames[-1]
-    elif user_file is not None:
+    names, else the innermost frame outside torch (else the innermost frame)."""
+    if user_file is not None:
         for f, ln, fn in reversed(fr):
             if f == user_file and ln == user_line:
-                user_function = fn
-                break
-    return user_file, user_line, user_function
+                return user_file, user_line, fn
+        return user_file, user_line, None
+    for frame in reversed(fr):
+        if not _is_torch_internal(frame[0]):
+            return frame
+    return fr[-1] if fr else (None, user_line, None)
 
 
 def _before_traceback(lines):

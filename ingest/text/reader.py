@@ -176,6 +176,15 @@ class RecordAssembler:
                 self._add(self._last, line_no, "")
             return
         if s[0] in _PREFIX_FIRST_CHARS:
+            # A glog prefix without a rank, most lines of most logs: read here, as _parse_prefix
+            # reads it, without building and unpacking its tuple (3% of a text parse).
+            g = _GLOG.match(s) if s[0] != "[" else None
+            if g is not None:
+                end = g.end()
+                level, md, hms, us, pid, _, _, cid, art = g.groups()
+                self._prefixed(line_no, s, s[:end - 1] if s[end - 1] == " " else s[:end], None, int(pid), cid,
+                               art[2:] if art else None, level, ("glog", md, hms, us), s[end:])
+                return
             head = self._parse_prefix(s)
             if head is not None:
                 self._prefixed(line_no, s, *head)

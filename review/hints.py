@@ -54,10 +54,13 @@ GUARD_HINTS: dict[str, str] = {
     ),
 }
 
-LIMIT_HINT = (
-    "The recompile limit was hit, so this function now runs eagerly from that point: fix the "
-    "guard failure above rather than raising torch._dynamo.config.recompile_limit."
-)
+_LIMIT_FIX = "fix the guard failure above rather than raising torch._dynamo.config.recompile_limit."
+LIMIT_HINT = "The recompile limit was hit, so this function now runs eagerly from that point: " + _LIMIT_FIX
+
+
+def limit_hint_for(functions: str) -> str:
+    """LIMIT_HINT for a page that lists many functions: `functions` names those that hit it."""
+    return f"{functions} hit the recompile limit, and from that point ran eagerly: " + _LIMIT_FIX
 
 
 def guard_hint(category: str | None) -> str:

@@ -88,6 +88,12 @@ elif cats is not None:
              functions=ui.text_col("Functions"), expected=ui.text_col("Expected (example)"),
              actual=ui.text_col("Actual (example)"))
 if table is not None and (table["limit_hits"] > 0).any():
-    st.warning(hints.LIMIT_HINT, icon=":material/warning:")
+    # which functions: a page-wide "this function" left the reader to find them in the table
+    runs_per_fn = (table[table["limit_hits"] > 0].groupby("function")["run_id"].nunique()
+                   .sort_values(ascending=False, kind="stable"))
+    named = ", ".join(f"**{ui.md(fn)}** ({n:,} run{'' if n == 1 else 's'})" for fn, n in runs_per_fn.head(5).items())
+    if len(runs_per_fn) > 5:
+        named += f" and {len(runs_per_fn) - 5:,} more function(s)"
+    st.warning(hints.limit_hint_for(named), icon=":material/warning:")
 
 ui.set_url(f)

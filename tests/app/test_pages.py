@@ -183,6 +183,12 @@ def test_recompiles_only_storms_and_timeline(app_at, team_db):
     assert "hit recompile_limit" in set(storms["why"].str.split(";").str[0])
     # The fix hint for the storms' size guards is on the page.
     assert "mark_dynamic" in _texts(at)
+    # The limit warning names the functions that hit the limit, each with its count of runs.
+    hit = table[table["limit_hits"] > 0].groupby("function")["run_id"].nunique()
+    warning = shown(at.warning[0].value)
+    assert "hit the recompile limit" in warning and len(hit) >= 2
+    for fn, runs in hit.items():
+        assert f"**{fn}** ({runs} run{'' if runs == 1 else 's'})" in warning
 
 
 def test_trends_dimension_switch(app_at, team_db):

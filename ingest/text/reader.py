@@ -177,7 +177,7 @@ class RecordAssembler:
             return
         if s[0] in _PREFIX_FIRST_CHARS:
             # A glog prefix without a rank, most lines of most logs: read here, as _parse_prefix
-            # reads it, without building and unpacking its tuple (3% of a text parse).
+            # reads it, without building and unpacking its tuple (5% of a text parse).
             g = _GLOG.match(s) if s[0] != "[" else None
             if g is not None:
                 end = g.end()

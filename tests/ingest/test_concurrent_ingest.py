@@ -51,11 +51,11 @@ def test_readers_get_in_while_a_folder_ingest_keeps_its_writer(tmp_path):
     from compilewatch.store.embedded import EmbeddedStore
 
     db = tmp_path / "store" / "cw.duckdb"
-    # The ingest runs with a hold a few times shorter than the default, so that its writes span
-    # many holds however fast this machine ingests the folders (~6 s here, and less on a quick
-    # machine: with the default hold of 2 s a whole ingest could end within two holds, and no
-    # reader would get in between files).
-    hold = 0.5
+    # The ingest runs with a hold far shorter than the default, so that its writes span many holds
+    # however fast this machine ingests the folders: its 88 files are written in 2-3 s, of which a
+    # held writer's commits are under one. At 0.5 s, one run let a reader in between files only
+    # once (the assertion below needs two); at 0.15 s readers got in 8-11 times in each of three runs.
+    hold = 0.15
     run_with_hold = ("import sys, compilewatch.store.embedded as e; e.HOLD_SECONDS = float(sys.argv.pop(1)); "
                      "from compilewatch.cli import main; sys.exit(main())")
     folders = [REPO / "sample_logs" / name for name in ("cpu-torch2.13", "cpu-torch2.13-versions", "cpu-torch2.14.1")]

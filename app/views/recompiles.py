@@ -54,6 +54,8 @@ timeline = ui.load(recompiles.timeline, f)
 if timeline is not None and not timeline.empty:
     run_id = timeline["run_id"].iloc[0]
     st.altair_chart(charts.recompile_timeline(timeline, highlight=f.function), width="stretch")
+    if not pick:   # else a reader takes it for the table's first row
+        st.caption("No row selected: the run with the most recompiles among the filtered runs.")
     st.page_link("views/run_detail.py", label=f"Open run {ui.md(run_id)}", icon=":material/description:",
                  query_params={"run": run_id})
 

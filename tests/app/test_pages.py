@@ -176,6 +176,8 @@ def test_recompiles_only_storms_and_timeline(app_at, team_db):
     at = app_at(team_db, PAGES["recompiles"])
     table = at.dataframe(key="rc_table").value
     assert not table["storm"].all()
+    # with no row selected, the timeline says whose it is: the run with the most recompiles
+    assert "the run with the most recompiles" in _texts(at)
     at.toggle(key="rc_only_storms").set_value(True).run()
     _ok(at)
     storms = at.dataframe(key="rc_table").value

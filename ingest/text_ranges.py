@@ -15,7 +15,8 @@ next (ingest/text/reader.py, ingest/text/__init__.py) is put back here:
   first lines;
 - the recompile numbering (recompile_no, per file): a range numbers its recompiles from 1, and its
   rows are moved on by the recompiles numbered before it when they are loaded;
-- the line numbers: each range starts at its first line's number, counted here.
+- the line numbers: each range starts at its first line's number, which the process that parses it
+  counts first (the newlines before it), beside the other ranges' parse.
 
 A cut that cannot be put back this way (a range's first line of a process continues that
 process's record from before the cut; a record left open would end in the middle of a later

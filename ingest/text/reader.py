@@ -60,6 +60,36 @@ MAX_RECORD_LINES = 20000  # a bound on memory per open record; longer records ar
 
 
 
+def _glog_head(s: str, g: re.Match, rank: int | None) -> tuple:
+    """RecordAssembler._parse_prefix's answer for a line whose glog prefix `g` matched."""
+    end = g.end()
+    level, md, hms, us, pid, _, _, cid, art = g.groups()
+    # the prefix ends with "]"; the match, with the one space after it when there is one
+    return (s[:end - 1] if s[end - 1] == " " else s[:end], rank, int(pid), cid, art[2:] if art else None,
+            level, ("glog", md, hms, us), s[end:])
+
+
+def _other_head(s: str, pos: int, rank: int | None) -> tuple | None:
+    """The same for the prefixes other than glog's, at `pos` (after any rank)."""
+    o = _OLD.match(s, pos)
+    if o is not None:
+        end = o.end()
+        date, hms, ms, cid, logger, level = o.groups()
+        art = logger.rsplit(".__", 1)[1] if ".__" in logger else None
+        return (s[:end].rstrip(" "), rank, None, cid, art, level, ("old", date, hms, ms), s[end:])
+    m = _SHORT.match(s, pos) or _NOTIME.match(s, pos)
+    if m is not None:  # everything after the prefix is intact; the time is unknown
+        end = m.end()
+        groups = m.groupdict()
+        art = groups.get("art")
+        logger = groups.get("logger") or ""
+        if art is None and ".__" in logger:
+            art = "__" + logger.rsplit(".__", 1)[1]
+        return (s[:end].rstrip(" "), rank, None, groups.get("cid"), art[2:] if art else None,
+                groups.get("level"), ("none",), s[end:])
+    return None
+
+
 class Record:
     """One log record: its prefix fields and the message text of each of its lines."""
 
@@ -176,16 +206,13 @@ class RecordAssembler:
                 self._add(self._last, line_no, "")
             return
         if s[0] in _PREFIX_FIRST_CHARS:
-            # A glog prefix without a rank, most lines of most logs: read here, as _parse_prefix
-            # reads it, without building and unpacking its tuple (5% of a text parse).
-            g = _GLOG.match(s) if s[0] != "[" else None
-            if g is not None:
-                end = g.end()
-                level, md, hms, us, pid, _, _, cid, art = g.groups()
-                self._prefixed(line_no, s, s[:end - 1] if s[end - 1] == " " else s[:end], None, int(pid), cid,
-                               art[2:] if art else None, level, ("glog", md, hms, us), s[end:])
-                return
-            head = self._parse_prefix(s)
+            # A line without a rank, most lines of most logs, is matched here, not through
+            # _parse_prefix's rank checks and call (5% of a text parse)
+            if s[0] != "[":
+                g = _GLOG.match(s)
+                head = _glog_head(s, g, None) if g is not None else _other_head(s, 0, None)
+            else:
+                head = self._parse_prefix(s)
             if head is not None:
                 self._prefixed(line_no, s, *head)
                 return
@@ -213,29 +240,7 @@ class RecordAssembler:
                 pos = m.end()
                 m = _RANK.match(s, pos)
         g = _GLOG.match(s, pos)
-        if g is not None:
-            end = g.end()
-            level, md, hms, us, pid, _, _, cid, art = g.groups()
-            # the prefix ends with "]"; the match, with the one space after it when there is one
-            return (s[:end - 1] if s[end - 1] == " " else s[:end], rank, int(pid), cid, art[2:] if art else None,
-                    level, ("glog", md, hms, us), s[end:])
-        o = _OLD.match(s, pos)
-        if o is not None:
-            end = o.end()
-            date, hms, ms, cid, logger, level = o.groups()
-            art = logger.rsplit(".__", 1)[1] if ".__" in logger else None
-            return (s[:end].rstrip(" "), rank, None, cid, art, level, ("old", date, hms, ms), s[end:])
-        m = _SHORT.match(s, pos) or _NOTIME.match(s, pos)
-        if m is not None:  # everything after the prefix is intact; the time is unknown
-            end = m.end()
-            groups = m.groupdict()
-            art = groups.get("art")
-            logger = groups.get("logger") or ""
-            if art is None and ".__" in logger:
-                art = "__" + logger.rsplit(".__", 1)[1]
-            return (s[:end].rstrip(" "), rank, None, groups.get("cid"), art[2:] if art else None,
-                    groups.get("level"), ("none",), s[end:])
-        return None
+        return _glog_head(s, g, rank) if g is not None else _other_head(s, pos, rank)
 
     def _prefixed(self, line_no, s, prefix, rank, pid, cid, art, level, tsraw, msg):
         key = (rank, pid)

@@ -174,9 +174,9 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
     if split and kind == detect.TORCH_LOGS:
         from compilewatch.ingest.staging import StagingSink
         from compilewatch.ingest.text_ranges import parse_in_ranges
-        # the ranges are put back together as staged batches; any other sink (summarize's) is then
-        # handed what they hold
-        staging = sink if isinstance(sink, StagingSink) else StagingSink(None)
+        # the ranges are put back together in a sink that takes them (ingest's staged batches,
+        # summarize's counts: see parse_in_ranges); any other sink is handed what staged ranges hold
+        staging = sink if hasattr(sink, "part") else StagingSink(None)
         try:
             parsed = parse_in_ranges(staging, unit.path, ranges)
             if parsed is not None and staging is not sink:

@@ -87,6 +87,11 @@ class StagingSink:
         # batch name -> what its rows' recompile_no is moved on by (see append)
         self.recompile_offsets: dict[str, int] = {}
 
+    def part(self) -> "StagingSink":
+        """A sink for one range of a file parsed in ranges, staged in a folder under this one's, whose
+        batches ``append`` takes over (ingest/text_ranges.py)."""
+        return StagingSink(self.dir)
+
     def row(self, table: str, row: dict) -> None:
         cur = self._open.get(table)
         if cur is None or cur[1] >= self.batch_bytes:

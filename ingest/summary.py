@@ -34,6 +34,7 @@ class SummarySink:
         self.failures = 0
         self.error_samples: list[dict] = []
         self.error_kinds: Counter = Counter()
+        self.errors_seen = 0   # every error, sampled or not: where a mark stands (see mark)
         self.metadata: dict = {}
 
     def row(self, table: str, row: dict) -> None:
@@ -50,6 +51,7 @@ class SummarySink:
             self.failures += 1
 
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
+        self.errors_seen += 1
         self.error_kinds[kind] += 1
         if len(self.error_samples) < MAX_ERROR_SAMPLES:
             self.error_samples.append({"file": self.file, "line": line_no, "kind": kind, "message": message})
@@ -59,15 +61,50 @@ class SummarySink:
 
     def merge(self, other: SummarySink) -> None:
         """Add what `other` (one file's) found to this."""
+        self._counts_of(other)
+        self._samples_of(other.error_samples, other.errors_seen)
+
+    # -- a large text log counted in ranges (ingest/text_ranges.py), each range into a part of its
+    # own in its parse process: the parts' counts are added up and their error samples put in the
+    # file's order. Staging the ranges' rows and reading them back instead took a quarter of
+    # summarize's time on a 105 MB log (1.28 s against 0.92 s).
+    def part(self) -> SummarySink:
+        return SummarySink(self.file)
+
+    def mark(self) -> tuple[None, int]:
+        """Where this part stands: in its errors (its counts have no order)."""
+        return None, self.errors_seen
+
+    def append(self, part: SummarySink, recompile_offset: int = 0, start=None, stop=None) -> None:
+        """Take the stretch of `part` between its marks `start` and `stop` (None: its beginning,
+        its end), after what this holds: its errors in that stretch; its counts, which have no
+        order, with the stretch that begins it."""
+        lo = start[1] if start else 0
+        hi = stop[1] if stop else part.errors_seen
+        if start is None:
+            self._counts_of(part)
+        # a part keeps the first MAX_ERROR_SAMPLES of its errors: any later one has that many before it
+        self._samples_of(part.error_samples[lo:hi], hi - lo)
+
+    def finish(self) -> None:
+        pass
+
+    def cleanup(self) -> None:
+        pass
+
+    def _counts_of(self, other: SummarySink) -> None:
         self.break_keys |= other.break_keys
         self.recompiled_functions.update(other.recompiled_functions)
         self.guard_failures.update(other.guard_failures)
         self.compile_ids |= other.compile_ids
         self.failures += other.failures
         self.error_kinds.update(other.error_kinds)
-        self.error_samples.extend(other.error_samples[: max(0, MAX_ERROR_SAMPLES - len(self.error_samples))])
         for k, v in other.metadata.items():
             self.metadata.setdefault(k, v)
+
+    def _samples_of(self, samples: list[dict], seen: int) -> None:
+        self.error_samples.extend(samples[: max(0, MAX_ERROR_SAMPLES - len(self.error_samples))])
+        self.errors_seen += seen
 
 
 def _unread(r: FileResult) -> bool:

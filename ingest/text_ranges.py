@@ -1,5 +1,5 @@
 """One large TORCH_LOGS text file parsed on every core: cut into byte ranges at lines that start a
-log record, each range parsed by a process of its own into a StagingSink of its own, the ranges'
+log record, each range parsed by a process of its own into a sink of its own, the ranges'
 rows put back together in the file's order with the errors, line numbers and recompile numbers of
 one parse from the first line.
 
@@ -28,7 +28,6 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
-import shutil
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,6 @@ from pathlib import Path
 from compilewatch.ingest import file_kind as detect
 from compilewatch.ingest.child_process import die_with_parent
 from compilewatch.ingest.parsing import FileSlice, Parsed, Tally
-from compilewatch.ingest.staging import StagingSink
 from compilewatch.ingest.text import TextContext, assembler, read_lines
 from compilewatch.ingest.text.reader import BARE_KEY, MAX_RECORD_LINES, RECORD_STARTS, Record, RecordAssembler, starts_record
 
@@ -133,7 +131,7 @@ class Range:
     end: int
     first_line: int | None       # None until parse_range counts it
     first_text: str = ""          # its first line, decoded (the cut line)
-    sink: StagingSink | None = None
+    sink: object = None            # the range's own sink (see parse_in_ranges), once parsed
     parsed: Parsed | None = None
     recompiles: int = 0
     first_seen: dict = field(default_factory=dict)
@@ -141,9 +139,9 @@ class Range:
     last_prefix: str | None = None
 
 
-def parse_range(path: Path, rng: Range, stage_dir: Path) -> Range:
-    """Parse one range into a StagingSink under stage_dir (in a worker process, or this one)."""
-    sink = rng.sink = StagingSink(stage_dir)
+def parse_range(path: Path, rng: Range, part) -> Range:
+    """Parse one range into `part`, a sink of its own (in a worker process, or this one)."""
+    sink = rng.sink = part
     tally = Tally(sink)
     ctx = TextContext(tally)
 
@@ -283,18 +281,24 @@ def _merge(into: Parsed, part: Parsed) -> None:
     into.log_records += part.log_records
 
 
-def parse_in_ranges(sink: StagingSink, path: Path, workers: int) -> Parsed | None:
+def parse_in_ranges(sink, path: Path, workers: int) -> Parsed | None:
     """Parse the TORCH_LOGS text file at `path` into `sink` in up to `workers` ranges, each in a
     process of its own (the first in this one), and return what it gave; None, with nothing added
     to `sink`, when the file is too small to split or a cut cannot be put back: then parse it in
-    one piece."""
+    one piece.
+
+    `sink` hands each range a sink of its own (``part()``: plain data, it crosses to the worker
+    and back) that can say where it stands (``mark()``), and takes a stretch of a range's sink
+    between two marks (``append``): ingest's StagingSink (staged batches and errors), summarize's
+    SummarySink (counts, and the errors it samples in the file's order)."""
     size = os.path.getsize(path)
-    parts = range_count(size, workers)
-    if parts < 2:
+    count = range_count(size, workers)
+    if count < 2:
         return None
-    ranges = cut(path, parts, size)
+    ranges = cut(path, count, size)
     if len(ranges) < 2:
         return None
+    parts = [sink.part() for _ in ranges]
     try:
         # fork: a worker is ready at once (spawn re-imports for ~0.3 s, a quarter of the parse it
         # shares); it only parses its range and writes its own files, nothing this process holds
@@ -302,11 +306,11 @@ def parse_in_ranges(sink: StagingSink, path: Path, workers: int) -> Parsed | Non
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         with ProcessPoolExecutor(len(ranges) - 1, mp_context=ctx, initializer=die_with_parent,
                                  initargs=(os.getpid(),)) as pool:
-            futures = [pool.submit(parse_range, path, rng, sink.dir) for rng in ranges[1:]]
-            ranges = [parse_range(path, ranges[0], sink.dir)] + [f.result() for f in futures]
+            futures = [pool.submit(parse_range, path, rng, part) for rng, part in zip(ranges[1:], parts[1:])]
+            ranges = [parse_range(path, ranges[0], parts[0])] + [f.result() for f in futures]
     except Exception:   # a worker that could not start or died (out of memory): parse in one piece
-        for part in sink.dir.glob("stage-*"):   # every range's staged rows, this process's or a worker's
-            shutil.rmtree(part, ignore_errors=True)
+        for part in parts:   # made here, so their staged rows are found whichever process wrote them
+            part.cleanup()
         return None
     steps = _plan(ranges)
     if steps is None:

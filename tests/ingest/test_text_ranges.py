@@ -20,7 +20,7 @@ from stored_tables import stored_tables
 
 from compilewatch.ingest import text_ranges
 from compilewatch.ingest.staging import StagingSink
-from compilewatch.ingest.summary import summarize
+from compilewatch.ingest.summary import MAX_ERROR_SAMPLES, SummarySink, summarize
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((REPO / "tests" / "fixtures" / "text").glob("*.log"))
@@ -120,11 +120,29 @@ def test_summarize_in_ranges_counts_one_parse(concatenated, monkeypatch):
     """`summarize` parses a large log in ranges too, and counts exactly what one parse counts."""
     one = summarize([concatenated], workers=1)
     monkeypatch.setattr(text_ranges, "MIN_RANGE_BYTES", 4096)
-    replayed = []
-    real = StagingSink.replay
-    monkeypatch.setattr(StagingSink, "replay", lambda self, sink: (replayed.append(1), real(self, sink)))
+    taken = []   # the ranges' own counts, put together: nothing is staged and read back
+    real = SummarySink.append
+    monkeypatch.setattr(SummarySink, "append", lambda self, part, *a: (taken.append(part), real(self, part, *a)))
+    monkeypatch.setattr(StagingSink, "replay", None)
     assert summarize([concatenated], workers=3) == one
-    assert replayed and one["recompiles"] > 300 and one["errors"] and one["error_samples"]
+    assert len({id(p) for p in taken}) == 3 and one["recompiles"] > 300 and one["errors"] and one["error_samples"]
+
+
+def test_summarize_in_ranges_samples_the_files_first_errors(concatenated, tmp_path, monkeypatch):
+    """Lines cut short all through the log, more than summarize keeps samples of: the ranges' samples
+    put together are the file's first errors, in its order, as one parse keeps them."""
+    damaged = tmp_path / "torch_logs.txt"
+    with open(concatenated, "rb") as src, open(damaged, "wb") as out:
+        for i, line in enumerate(src):
+            if i % 100 == 50:
+                out.write(b"V1122 02:26:1 cut short by a crash\n")
+            out.write(line)
+    one = summarize([damaged], workers=1)
+    monkeypatch.setattr(text_ranges, "MIN_RANGE_BYTES", 4096)
+    assert summarize([damaged], workers=8) == one
+    assert one["errors"] > 2 * MAX_ERROR_SAMPLES and len(one["error_samples"]) == MAX_ERROR_SAMPLES
+    second = text_ranges.cut(damaged, 8, damaged.stat().st_size)[1].start
+    assert one["error_samples"][-1]["line"] > damaged.read_bytes()[:second].count(b"\n")   # past the first range
 
 
 def test_replay_counts_the_errors_not_kept(tmp_path, monkeypatch):

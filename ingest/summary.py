@@ -72,7 +72,8 @@ class SummarySink:
         return SummarySink(self.file)
 
     def mark(self) -> tuple[None, int]:
-        """Where this part stands: in its errors (its counts have no order)."""
+        """Where this part stands, as StagingSink.mark says it (its rows' place, its errors'): its
+        counts have no order, so only its errors have a place."""
         return None, self.errors_seen
 
     def append(self, part: SummarySink, recompile_offset: int = 0, start=None, stop=None) -> None:

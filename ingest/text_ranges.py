@@ -298,8 +298,10 @@ def parse_in_ranges(sink, path: Path, workers: int) -> Parsed | None:
     ranges = cut(path, count, size)
     if len(ranges) < 2:
         return None
-    parts = [sink.part() for _ in ranges]
+    parts: list = []
     try:
+        for _ in ranges:
+            parts.append(sink.part())
         # fork: a worker is ready at once (spawn re-imports for ~0.3 s, a quarter of the parse it
         # shares); it only parses its range and writes its own files, nothing this process holds
         methods = multiprocessing.get_all_start_methods()

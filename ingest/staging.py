@@ -28,13 +28,19 @@ def table_columns(con, table: str) -> list[tuple[str, str]]:
     return _columns_cache[table]
 
 
-def values(cols, moved: bool) -> str:
+# Columns a text file parsed in ranges numbers per range, moved on per batch file when loaded (see
+# StagingSink.append): the recompile numbering and the line numbers.
+MOVED = ("recompile_no", "line_no")
+
+
+def values(cols, moved=()) -> str:
     """The SELECT list of a batch's INSERT. JSON has no bytes: a BLOB column is staged as base64
-    text and decoded here; `moved`: recompile_no plus the offset of the batch file the row came
-    from (parameters: the offsets, then the files, in the same order)."""
+    text and decoded here; a column in `moved` (of MOVED) plus the offset of the batch file the row
+    came from (parameters: for each such column, in the columns' order, the offsets, then the
+    files, in the same order)."""
     return ", ".join(f"from_base64({c})" if t == "BLOB" else
                      f"{c} + coalesce(list_extract(?::INTEGER[], list_position(?::VARCHAR[], filename)), 0)"
-                     if moved and c == "recompile_no" else c for c, t in cols)
+                     if c in moved else c for c, t in cols)
 
 
 _WRITE_BUFFER = 256 << 10   # per table being staged: a dozen of them at most
@@ -84,8 +90,8 @@ class StagingSink:
         self.errors_not_kept: Counter = Counter()   # kind -> errors past MAX_STORED_ERRORS (counted, not kept)
         self.metadata: dict = {}
         self._open: dict[str, list] = {}           # table -> [open file, bytes written to it]
-        # batch name -> what its rows' recompile_no is moved on by (see append)
-        self.recompile_offsets: dict[str, int] = {}
+        # column of MOVED -> batch name -> what that column of its rows is moved on by (see append)
+        self.offsets: dict[str, dict[str, int]] = {c: {} for c in MOVED}
 
     def part(self) -> "StagingSink":
         """A sink for one range of a file parsed in ranges, staged in a folder under this one's, whose
@@ -129,11 +135,13 @@ class StagingSink:
         self.finish()
         return {t: len(names) for t, names in self.batches.items()}, len(self.errors)
 
-    def append(self, part: "StagingSink", recompile_offset: int = 0, start=None, stop=None) -> None:
+    def append(self, part: "StagingSink", recompile_offset: int = 0, start=None, stop=None,
+               line_offset: int = 0) -> None:
         """Take over the batches and errors of `part` (a sink staged in a folder under this one's)
         between its marks `start` and `stop` (None: its beginning, its end), after what this one
-        holds, their rows' recompile_no moved on by `recompile_offset`: a range of a text file
-        parsed on its own numbers its recompiles from 1 (ingest/text_ranges.py)."""
+        holds, their rows' recompile_no moved on by `recompile_offset` and their rows' and errors'
+        line numbers by `line_offset`: a range of a text file parsed on its own numbers its
+        recompiles and its lines from 1 (ingest/text_ranges.py)."""
         part.finish()
         folder = part.dir.relative_to(self.dir)
         for table, names in part.batches.items():
@@ -142,9 +150,12 @@ class StagingSink:
             mine = self.batches.setdefault(table, [])
             for name in names[lo:hi]:
                 mine.append(f"{folder}/{name}")
-                if recompile_offset:
-                    self.recompile_offsets[mine[-1]] = recompile_offset
+                for column, offset in (("recompile_no", recompile_offset), ("line_no", line_offset)):
+                    if offset:
+                        self.offsets[column][mine[-1]] = offset
         errors = part.errors[start[1] if start else 0:stop[1] if stop else len(part.errors)]
+        if line_offset:   # (line 0: an error of no line)
+            errors = [(n + line_offset if n else n, *rest) for n, *rest in errors]
         room = max(0, self.MAX_STORED_ERRORS - len(self.errors))
         self.errors.extend(errors[:room])
         self.errors_not_kept.update(kind for _, kind, _, _ in errors[room:])
@@ -154,18 +165,19 @@ class StagingSink:
             self.meta(key, value)
 
     def replay(self, sink) -> None:
-        """Hand every staged row (each table's in the order staged, recompile_no moved on as the
-        load moves it), error and fact to `sink`: what `summarize` counts of a text log parsed in
-        ranges, which are put back together here."""
+        """Hand every staged row (each table's in the order staged, the MOVED columns moved on as
+        the load moves them), error and fact to `sink`: for a sink that cannot take a text log's
+        ranges itself (see parse_in_ranges), what they hold put back together here."""
         self.finish()
         for table, names in self.batches.items():
             for name in names:
-                offset = self.recompile_offsets.get(name, 0)
+                moves = [(c, self.offsets[c][name]) for c in MOVED if name in self.offsets[c]]
                 with open(self.dir / name, "rb") as f:
                     for line in f:
                         row = loads(line)
-                        if offset and row.get("recompile_no") is not None:
-                            row["recompile_no"] += offset
+                        for column, offset in moves:
+                            if row.get(column) is not None:
+                                row[column] += offset
                         sink.row(table, row)
         for err in self.errors:
             sink.error(*err)
@@ -187,19 +199,17 @@ class StagingSink:
             spec = "{" + ", ".join(f"'{c}': '{'VARCHAR' if t == 'BLOB' else t}'" for c, t in cols) + "}"
             names_sql = ", ".join(c for c, _ in cols)
 
-            def insert(moved: bool) -> str:
-                # moved: a batch's recompile_no moved on by its own offset, looked up by the file it came from
-                return (f"INSERT INTO {table} (run_id, file_id, {names_sql}) SELECT ?, ?, {values(cols, moved)} "
-                        f"FROM read_json(?, format='newline_delimited', columns={spec}"
-                        f"{', filename=true' if moved else ''})")
-            sql, moved = insert(False), insert(True)
             for group in self._groups(names):
-                offsets = [self.recompile_offsets.get(name, 0) for name in group]
                 paths = [str(self.dir / name) for name in group]
-                if any(offsets) and any(c == "recompile_no" for c, _ in cols):
-                    self._load_batch(con, moved, cols, lambda ps, o=offsets: [run_id, file_id, o, ps, ps], paths)
-                else:
-                    self._load_batch(con, sql, cols, lambda ps: [run_id, file_id, ps], paths)
+                # a column moved on by each batch's own offset, looked up by the file a row came from
+                moved = [(c, [self.offsets[c].get(name, 0) for name in group]) for c, _ in cols
+                         if c in MOVED and any(name in self.offsets[c] for name in group)]
+                sql = (f"INSERT INTO {table} (run_id, file_id, {names_sql}) "
+                       f"SELECT ?, ?, {values(cols, [c for c, _ in moved])} "
+                       f"FROM read_json(?, format='newline_delimited', columns={spec}"
+                       f"{', filename=true' if moved else ''})")
+                self._load_batch(con, sql, cols, lambda ps, m=moved: [
+                    run_id, file_id, *(v for _, offsets in m for v in (offsets, ps)), ps], paths)
         if self.errors:
             # one statement over column lists: executemany is a statement per row (~0.5 ms each,
             # 5 s for the 10,000 errors a damaged file may keep)

@@ -76,16 +76,21 @@ class SummarySink:
         counts have no order, so only its errors have a place."""
         return None, self.errors_seen
 
-    def append(self, part: SummarySink, recompile_offset: int = 0, start=None, stop=None) -> None:
+    def append(self, part: SummarySink, recompile_offset: int = 0, start=None, stop=None,
+               line_offset: int = 0) -> None:
         """Take the stretch of `part` between its marks `start` and `stop` (None: its beginning,
-        its end), after what this holds: its errors in that stretch; its counts, which have no
-        order, with the stretch that begins it."""
+        its end), after what this holds: its errors in that stretch, their line numbers moved on by
+        `line_offset` (a range numbers its lines from 1); its counts, which have no order, with the
+        stretch that begins it."""
         lo = start[1] if start else 0
         hi = stop[1] if stop else part.errors_seen
         if start is None:
             self._counts_of(part)
         # a part keeps the first MAX_ERROR_SAMPLES of its errors: any later one has that many before it
-        self._samples_of(part.error_samples[lo:hi], hi - lo)
+        samples = part.error_samples[lo:hi]
+        if line_offset:   # (line 0: an error of no line)
+            samples = [{**e, "line": e["line"] + line_offset if e["line"] else e["line"]} for e in samples]
+        self._samples_of(samples, hi - lo)
 
     def finish(self) -> None:
         pass

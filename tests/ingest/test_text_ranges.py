@@ -122,7 +122,7 @@ def test_summarize_in_ranges_counts_one_parse(concatenated, monkeypatch):
     monkeypatch.setattr(text_ranges, "MIN_RANGE_BYTES", 4096)
     taken = []   # the ranges' own counts, put together: nothing is staged and read back
     real = SummarySink.append
-    monkeypatch.setattr(SummarySink, "append", lambda self, part, *a: (taken.append(part), real(self, part, *a)))
+    monkeypatch.setattr(SummarySink, "append", lambda self, part, *a, **k: (taken.append(part), real(self, part, *a, **k)))
     monkeypatch.setattr(StagingSink, "replay", None)
     assert summarize([concatenated], workers=3) == one
     assert len({id(p) for p in taken}) == 3 and one["recompiles"] > 300 and one["errors"] and one["error_samples"]

@@ -26,7 +26,10 @@ of --repeat runs is printed for each, with the ratio to its reference measured i
   4. --team-db D: single bundles of sample_logs/ ingested one `compilewatch ingest` at a time into a
      copy of D (a store at an organisation's scale, built by gen_team_year.py) and into a small store,
      alternating: seconds per bundle, and the ratio of the medians.
-  5. --workers: `compilewatch ingest sample_logs/ --workers N` into a fresh store for each N: files/s,
+  5. small: a bundle and three small sample_logs/ folders, `compilewatch ingest` with the default
+     workers (under 8 MB to parse: parsed in one process) against parse workers started whatever
+     the size (the rule before); medians of --repeat, alternately.
+  6. --workers: `compilewatch ingest sample_logs/ --workers N` into a fresh store for each N: files/s,
      MB/s and the speed-up over the first N. The peak RSS printed is the largest single process.
      The first N's store is then re-parsed whole (`compilewatch reingest --all`), against its ingest.
 """
@@ -276,6 +279,42 @@ def bench_workers(tmp: Path, counts: list[int]) -> None:
           f"process  ({load()})")
 
 
+POOL_ALWAYS = r"""
+import sys
+from compilewatch.ingest import workers
+from compilewatch.cli import main
+workers.POOL_MIN_BYTES = 0   # parse workers for any input, as before workers.pool_pays_off
+sys.argv = ["compilewatch", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+def bench_small(tmp: Path, repeat: int) -> None:
+    """`compilewatch ingest` of a bundle and of small folders, as a CI job or a user runs it (default
+    workers: files holding under workers.POOL_MIN_BYTES to parse are parsed in the writer's process),
+    against the same command with parse workers started whatever the size: alternately, medians."""
+    import statistics
+
+    from compilewatch.ingest.archives import unpacked_size
+    folders = [REPO / "sample_logs" / d for d in ("cpu-torch2.13-versions", "cpu-torch2.13",
+                                                   "gpu-h100-torch2.11-cudagraphs")]
+    sets = [[min(folders[1].glob("*.tar.gz"), key=lambda b: b.stat().st_size)], *([f] for f in folders)]
+    print(f"Small inputs, {repeat} runs each, into fresh stores ({load()})")
+    for paths in sets:
+        mb = sum(unpacked_size(b) for p in paths for b in ([p] if p.is_file() else p.glob("*.tar.gz"))) / 1e6
+        times: dict[str, list[float]] = {"default": [], "workers always": []}
+        for i in range(repeat):
+            for how, cmd in (("default", CW + ["ingest"]), ("workers always", [sys.executable, "-c", POOL_ALWAYS, "ingest"])):
+                db = tmp / "small" / f"{i}-{len(times[how])}" / "db.duckdb"
+                times[how].append(measure(cmd + ["--quiet", *map(str, paths), "--db", str(db)]).wall)
+                stored(db)
+                shutil.rmtree(db.parent)
+        d, a = statistics.median(times["default"]), statistics.median(times["workers always"])
+        name = paths[0].name if paths[0].is_file() else paths[0].name + "/"
+        print(f"  {name} ({mb:.1f} MB unpacked): {d:5.2f} s against {a:5.2f} s with workers always "
+              f"= {d / a:.2f}x  ({load()})")
+
+
 def bench_team_store(tmp: Path, team_db: Path, count: int) -> None:
     """One bundle at a time, as CI jobs upload them, into a copy of a store at an organisation's
     scale (gen_team_year.py) and into a small one, alternating: what the store's size adds."""
@@ -326,7 +365,7 @@ def main() -> None:
     ap.add_argument("--big-mb", type=float, default=0, help="also ingest a trace and a text log of this size")
     ap.add_argument("--workers", default="", help="comma-separated worker counts for the sample_logs/ folder")
     ap.add_argument("--skip-tlparse", action="store_true")
-    ap.add_argument("--only", choices=("trace", "text", "big", "workers", "team"), action="append")
+    ap.add_argument("--only", choices=("trace", "text", "big", "workers", "team", "small"), action="append")
     ap.add_argument("--team-db", type=Path, help="a store built by gen_team_year.py: ingest single bundles "
                                                  "into a copy of it (the copy needs its size free on disk)")
     ap.add_argument("--team-bundles", type=int, default=6)
@@ -337,7 +376,7 @@ def main() -> None:
     args = ap.parse_args()
     global INPUTS
     INPUTS = args.inputs
-    only = set(args.only or ("trace", "text", "big", "workers"))
+    only = set(args.only or ("trace", "text", "big", "small", "workers"))
     compiled()
     tmp = Path(tempfile.mkdtemp(prefix="cw-bench-"))
     try:
@@ -349,6 +388,8 @@ def main() -> None:
             bench_big(tmp, args.big_mb)
         if "team" in only and args.team_db:
             bench_team_store(tmp, args.team_db.resolve(), args.team_bundles)
+        if "small" in only:
+            bench_small(tmp, args.repeat)
         if "workers" in only and args.workers:
             print(f"sample_logs/: {len(list((REPO / 'sample_logs').glob('*/*.tar.gz')))} bundles")
             bench_workers(tmp, [int(x) for x in args.workers.split(",")])

@@ -100,6 +100,29 @@ def is_archive(path: Path) -> bool:
     return Path(path).name.lower().endswith(SUFFIXES)
 
 
+def unpacked_size(path: Path) -> int:
+    """About how many bytes there are to read in ``path`` once unpacked: a zip's members' sizes from
+    its directory, a gzip stream's from its trailer (the last member's size, modulo 4 GiB), else
+    the file's own size. For planning work only (ingest/workers.py), never for the caps above,
+    which count what is really written."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0
+    try:
+        if path.name.lower().endswith(".zip"):
+            with zipfile.ZipFile(path) as zf:
+                return sum(info.file_size for info in zf.infolist())
+        with open(path, "rb") as f:
+            if size < 18 or f.read(2) != b"\x1f\x8b":
+                return size
+            f.seek(-4, os.SEEK_END)
+            return max(size, int.from_bytes(f.read(4), "little"))
+    except (OSError, zipfile.BadZipFile, ValueError):   # refused when unpacked, for its own reason
+        return size
+
+
 def _safe_relpath(archive: str, name: str) -> PurePosixPath | None:
     """The member's path relative to the target, or None for an entry to skip silently (the
     archive's own folder entry). Raises for anything that would land outside the target."""

@@ -44,21 +44,24 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
     """Ingest files, folders, bundles and archives. Never raises for bad input: each file's outcome
     is a FileResult. `run_id` groups loose files into one run (e.g. the ranks of one torchrun job);
     `uploaded_by` records the signed-in dashboard user on the runs it creates. With `workers` > 1
-    and several files, files are parsed in that many worker processes and written by this one
-    (ingest/workers.py), with the same results."""
+    and several files holding enough to parse (workers.pool_pays_off), files are parsed in that
+    many worker processes and written by this one (ingest/workers.py), with the same results."""
     report = IngestReport()
     tmp_root = Path(tempfile.mkdtemp(prefix="ingest-", dir=store.tmp_dir))
     try:
         # With parse workers, archives are unpacked by the worker that parses their files; one
         # archive alone is unpacked here, so that its files are parsed on every core.
         units, failures = expand(paths, tmp_root, unpack_archives=workers < 2)
-        if len(units) < 2:
+        pool = False
+        if workers > 1:
+            from compilewatch.ingest.workers import ingest_in_workers, pool_pays_off
+            pool = pool_pays_off(units)   # else too little to parse for a worker's start to pay
+        if len(units) < 2 or not pool:
             units, failures = unpack_all(units, failures, tmp_root)
         sizes = [_size(u.path) for u in units]
         options = dict(model=model, label=label, torch_version=torch_version, strict=strict, source=source,
                        uploaded_by=uploaded_by)
-        if workers > 1 and len(units) > 1:
-            from compilewatch.ingest.workers import ingest_in_workers
+        if pool and len(units) > 1:
             with store.writes_held():
                 results, unpacked = ingest_in_workers(store, units, sizes, tmp_root, workers,
                                                       run_id=run_id, options=options, progress=progress)

@@ -20,6 +20,8 @@ from compilewatch.ingest.records import EVENT_TABLES
 from compilewatch.ingest.workers import PARSED_WITH_ARCHIVE
 from compilewatch.store import open_store
 
+pytestmark = pytest.mark.usefixtures("pool_for_small_inputs")
+
 REPO = Path(__file__).resolve().parents[2]
 BUNDLES = sorted((REPO / "sample_logs" / "cpu-torch2.13").glob("*.tar.gz"))
 TEXT_LOG = REPO / "tests" / "fixtures" / "text" / "torch2.13_all.log"

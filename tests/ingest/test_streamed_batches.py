@@ -81,7 +81,7 @@ def test_a_small_bound_splits_a_real_trace_into_many_batches(tmp_path):
         sink.cleanup()
 
 
-def test_batched_streamed_and_worker_ingests_store_identical_rows(tmp_path, monkeypatch):
+def test_batched_streamed_and_worker_ingests_store_identical_rows(tmp_path, monkeypatch, pool_for_small_inputs):
     if not BUNDLES:
         pytest.skip("sample_logs/cpu-torch2.13 has no bundles")
     logs = _logs(tmp_path)
@@ -98,7 +98,7 @@ def test_batched_streamed_and_worker_ingests_store_identical_rows(tmp_path, monk
     assert as_table[0] == as_table[1] == as_table[2]
 
 
-def test_workers_keep_the_duplicate_rules(tmp_path):
+def test_workers_keep_the_duplicate_rules(tmp_path, pool_for_small_inputs):
     """The same content twice in one ingest, and again in a second one, with two workers: stored
     once, then duplicates, exactly as one process reports it."""
     d = tmp_path / "twice"

@@ -52,16 +52,18 @@ def ingest_paths(store, paths, *, model: str | None = None, label: str | None = 
         # With parse workers, archives are unpacked by the worker that parses their files; one
         # archive alone is unpacked here, so that its files are parsed on every core.
         units, failures = expand(paths, tmp_root, unpack_archives=workers < 2)
-        pool = False
-        if workers > 1:
-            from compilewatch.ingest.workers import ingest_in_workers, pool_pays_off
-            pool = pool_pays_off(units)   # else too little to parse for a worker's start to pay
-        if len(units) < 2 or not pool:
+        if len(units) < 2:
             units, failures = unpack_all(units, failures, tmp_root)
+        pool = False
+        if workers > 1 and len(units) > 1:
+            from compilewatch.ingest.workers import ingest_in_workers, pool_pays_off
+            pool = pool_pays_off(units)
+            if not pool:   # too little to parse for a worker's start to pay: all of it parsed here
+                units, failures = unpack_all(units, failures, tmp_root)
         sizes = [_size(u.path) for u in units]
         options = dict(model=model, label=label, torch_version=torch_version, strict=strict, source=source,
                        uploaded_by=uploaded_by)
-        if pool and len(units) > 1:
+        if pool:
             with store.writes_held():
                 results, unpacked = ingest_in_workers(store, units, sizes, tmp_root, workers,
                                                       run_id=run_id, options=options, progress=progress)

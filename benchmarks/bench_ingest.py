@@ -305,7 +305,7 @@ def bench_small(tmp: Path, repeat: int) -> None:
         times: dict[str, list[float]] = {"default": [], "workers always": []}
         for i in range(repeat):
             for how, cmd in (("default", CW + ["ingest"]), ("workers always", [sys.executable, "-c", POOL_ALWAYS, "ingest"])):
-                db = tmp / "small" / f"{i}-{len(times[how])}" / "db.duckdb"
+                db = tmp / "small" / how.replace(" ", "-") / "db.duckdb"
                 times[how].append(measure(cmd + ["--quiet", *map(str, paths), "--db", str(db)]).wall)
                 stored(db)
                 shutil.rmtree(db.parent)

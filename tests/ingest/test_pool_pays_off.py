@@ -1,5 +1,5 @@
 """Parse workers start only where they pay (ingest/workers.py, pool_pays_off): a spawned worker
-imports for a good part of a second before it parses a byte, so a bundle or a few small files are
+imports for ~0.3 s before it parses a byte, so a bundle or a few small files are
 parsed by the writing process itself, with the same results; inputs with enough to parse still go
 to the workers. What counts is the bytes to parse, an archive's or a gzipped log's unpacked."""
 from __future__ import annotations

@@ -113,7 +113,8 @@ def _table(rows: list[list], headers: list[str]) -> str:
          arg("--quiet", action="store_true", help="no progress bar"),
          arg("--workers", type=int, metavar="N",
              help="parse processes for many files, or for one large text log parsed in ranges "
-                  "(default: one per core; 1 parses in this process)"))
+                  "(default: one per core; 1 parses in this process, as do files holding under 8 MB "
+                  "to parse, where a process's start costs more than it saves)"))
 def cmd_ingest(args) -> int:
     from compilewatch.core.errors import InputError
     from compilewatch.ingest.loader import ingest_paths

@@ -31,6 +31,12 @@ EVENT_TABLES = (
     "artifacts",
 )
 
+def moved_line(line_no: int, offset: int) -> int:
+    """An error's line number moved on by `offset`, the lines before a range of a file parsed in
+    ranges (ingest/text_ranges.py); line 0, an error of no line, stays 0."""
+    return line_no + offset if line_no else line_no
+
+
 # Error kinds, after tlparse's Stats: each is counted separately and listed with file + line.
 ERROR_KINDS = (
     "glog",          # a line that should carry a glog prefix and doesn't

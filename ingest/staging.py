@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from compilewatch.ingest.jsonfast import dumps_line, loads
+from compilewatch.ingest.records import moved_line
 
 _columns_cache: dict[str, list[tuple[str, str]]] = {}
 
@@ -154,8 +155,8 @@ class StagingSink:
                     if offset:
                         self.offsets[column][mine[-1]] = offset
         errors = part.errors[start[1] if start else 0:stop[1] if stop else len(part.errors)]
-        if line_offset:   # (line 0: an error of no line)
-            errors = [(n + line_offset if n else n, *rest) for n, *rest in errors]
+        if line_offset:
+            errors = [(moved_line(n, line_offset), *rest) for n, *rest in errors]
         room = max(0, self.MAX_STORED_ERRORS - len(self.errors))
         self.errors.extend(errors[:room])
         self.errors_not_kept.update(kind for _, kind, _, _ in errors[room:])

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from compilewatch.ingest.loader import ingest_unit
+from compilewatch.ingest.records import moved_line
 from compilewatch.ingest.results import FAILED, SKIPPED, UNREADABLE, FileResult
 from compilewatch.ingest.units import TEXT_BESIDE_TRACE, expand
 
@@ -88,8 +89,8 @@ class SummarySink:
             self._counts_of(part)
         # a part keeps the first MAX_ERROR_SAMPLES of its errors: any later one has that many before it
         samples = part.error_samples[lo:hi]
-        if line_offset:   # (line 0: an error of no line)
-            samples = [{**e, "line": e["line"] + line_offset if e["line"] else e["line"]} for e in samples]
+        if line_offset:
+            samples = [{**e, "line": moved_line(e["line"], line_offset)} for e in samples]
         self._samples_of(samples, hi - lo)
 
     def finish(self) -> None:

@@ -37,6 +37,7 @@ from pathlib import Path
 from compilewatch.ingest import file_kind as detect
 from compilewatch.ingest.child_process import die_with_parent
 from compilewatch.ingest.parsing import FileSlice, Parsed, Tally
+from compilewatch.ingest.records import moved_line
 from compilewatch.ingest.text import TextContext, assembler, read_lines
 from compilewatch.ingest.text.reader import BARE_KEY, MAX_RECORD_LINES, RECORD_STARTS, Record, RecordAssembler, starts_record
 
@@ -224,7 +225,7 @@ def _number(ranges: list[Range]) -> None:
                     rec.line_nos = [n + before for n in rec.line_nos]
             for seen in rng.first_seen.values():
                 seen.line_no += before
-                seen.errors = [(n + before if n else n, *rest) for n, *rest in seen.errors]
+                seen.errors = [(moved_line(n, before), *rest) for n, *rest in seen.errors]
         before += rng.lines
 
 

@@ -25,12 +25,23 @@ ingest SQL run unchanged; only the few things DuckLake lacks are handled here:
   every other file updates too) and be written again, each retry with all of its round trips.
 - Conflicting DuckLake commits (two hosts appending to or updating one table in the same instant)
   are retried with the claims still held, so a retry cannot let a duplicate in.
+- A run's derived facts (store/derived.py) are refreshed once for the files a process writes in a
+  row (`writes_held`), not in each file's transaction: every statement of a refresh on DuckLake
+  reads its table's catalog and writes Parquet and delete files, and a bundle's five files each
+  refreshing its run were three quarters of its ingest. Each file's transaction marks its run
+  (stale_runs); the marked runs are refreshed, under the write lock, when the block ends, before a
+  wait for a parse (`release_writes`), and once marks are REFRESH_AFTER_S old. Another host's reader
+  may see a run's newest rows before its facts for that long, as it may see a bundle's first files
+  before its last; a refresh reads every marker, so one left by a killed process is refreshed by
+  the next process that writes.
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
+import time
 from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 
@@ -40,7 +51,7 @@ from compilewatch.core.errors import (CatalogConflictError, StoreError, StoreLog
                                       StoreUnreachableError)
 from compilewatch.store import LAKE_PREFIX as PREFIX
 from compilewatch.store import FileClaim, run_rows, scratch
-from compilewatch.store.derived import after_migration
+from compilewatch.store.derived import after_migration, refresh_stale
 from compilewatch.store.files import (applied_migrations, check_not_newer, claim_checks, folder_bytes, held_reads,
                                       keep_raw, migration_hint, migrations, quote, register_folder, rollback,
                                       stored_run, transactions)
@@ -80,6 +91,11 @@ BEGIN
 END $$;
 """
 COMMIT_RETRIES = 50
+# How long runs marked by held writes may wait for their refresh (module docstring): longer than a
+# bundle's files take to write, so they share one.
+REFRESH_AFTER_S = 2.0
+
+log = logging.getLogger(__name__)
 
 
 def extension_path(package: str, name: str) -> str:
@@ -185,6 +201,10 @@ class LakeStore:
         self._db = None
         self._db_lock = threading.Lock()
         self._held = threading.local()   # reads_held: this thread's cursor and data version
+        # writes_held: how many blocks hold, and since when runs this process marked wait for a refresh
+        self._holds_mutex = threading.Lock()
+        self._holds = 0
+        self._marked_since: float | None = None
 
     # -- opening --------------------------------------------------------------------------------------
     @classmethod
@@ -348,13 +368,75 @@ class LakeStore:
         with self._cursor() as cur:
             yield cur
 
+    @contextmanager
     def writes_held(self):
-        """Nothing to hold: every write is a cursor of the one process-wide connection already, and
-        hosts coordinate through claims, not a lock (see EmbeddedStore.writes_held)."""
-        return nullcontext()
+        """Files written in the block mark their runs stale in their own transactions; the marked
+        runs are refreshed once (module docstring), when the last block of this process ends at the
+        latest. Nothing else is held: hosts coordinate through claims and the write lock."""
+        with self._holds_mutex:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._holds_mutex:
+                self._holds -= 1
+                last = not self._holds
+            if last:
+                self.release_writes()
 
     def release_writes(self) -> None:
-        pass
+        """Refresh the runs marked stale, now: before a wait of unknown length (a large file's parse)
+        and at the end of the held writes."""
+        with self._holds_mutex:
+            marked, self._marked_since = self._marked_since, None
+        if marked is not None:
+            self._refresh_stale()
+
+    def _refresh_stale(self) -> bool:
+        """store.derived.refresh_stale in a transaction of its own, under the write lock. A failure is
+        logged, not raised: the rows are stored, their markers stay, and the next refresh of any
+        process (or `maintain`) takes them."""
+        try:
+            with self._write_lock():
+                for attempt in self.transactions():
+                    with attempt as con:
+                        refresh_stale(con)
+        except (duckdb.Error, StoreError) as e:
+            log.warning("%s: derived facts of changed runs not refreshed (%s); the next write refreshes them",
+                        describe_target(self.spec), e)
+            return False
+        return True
+
+    @contextmanager
+    def _write_lock(self):
+        """The write lock files are written under (module docstring), for a block of this process: a
+        PostgreSQL transaction-level advisory lock, held until the block ends."""
+        with self._cursor() as cur:
+            cur.execute("BEGIN")
+            try:
+                cur.execute(f"CALL postgres_execute('pg', 'SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})')")
+                yield
+            except BaseException:
+                rollback(cur)
+                raise
+            # nothing was written on it: its commit only ends the transaction, and with it the lock
+            # (a ROLLBACK would read as a lost race in PostgreSQL's statement log)
+            cur.execute("COMMIT")
+
+    def _refresh_later(self) -> bool:
+        """Whether a file written now leaves its run's refresh to the held writes (marked now)."""
+        with self._holds_mutex:
+            if not self._holds:
+                return False
+            if self._marked_since is None:
+                self._marked_since = time.monotonic()
+            return True
+
+    def _refresh_if_due(self) -> None:
+        """Refresh the marked runs once they have waited REFRESH_AFTER_S (a long folder ingest)."""
+        since = self._marked_since
+        if since is not None and time.monotonic() - since >= REFRESH_AFTER_S:
+            self.release_writes()
 
     def transactions(self, bump_version: bool = True):
         """Attempts at one DuckLake transaction (store.files.transactions), each on a cursor of its
@@ -411,8 +493,10 @@ class LakeStore:
     @contextmanager
     def rewrite_file(self):
         """The transactions a stored file's rows are written again in (reingest): no claim, since
-        the file is stored already, and the run's derived facts refreshed in each of them."""
-        yield FileClaim(run_exists=True, transactions=self.transactions)
+        the file is stored already; the run's derived facts refreshed in each of them, or once for
+        the held writes (writes_held)."""
+        yield FileClaim(run_exists=True, transactions=self.transactions, refresh_later=self._refresh_later())
+        self._refresh_if_due()
 
     @contextmanager
     def claim_file(self, sha: str, run_id: str, bundled: bool):
@@ -455,11 +539,13 @@ class LakeStore:
                 if found:
                     yield FileClaim(stored_under=found)
                 else:
-                    yield FileClaim(file_id=file_id, run_exists=exists, transactions=self.transactions)
+                    yield FileClaim(file_id=file_id, run_exists=exists, transactions=self.transactions,
+                                    refresh_later=self._refresh_later())
             except BaseException:
                 rollback(cur)
                 raise
             cur.execute("COMMIT")
+        self._refresh_if_due()   # after the claim's commit: its write lock is let go
 
     def _add_claim_function(self) -> None:
         """A catalog created by a compilewatch from before the claim function gets it at its first
@@ -528,8 +614,9 @@ class LakeStore:
         return out
 
     def maintain(self, expire_older_than_days: float = 7.0, orphan_min_age_s: float | None = None):
-        """Merge adjacent Parquet files, expire snapshots older than the retention, delete the data
-        files nothing references and orphaned raw copies (store/maintain.py). Safe beside ingests:
+        """Refresh the runs a killed ingest left marked stale, merge adjacent Parquet files, expire
+        snapshots older than the retention, delete the data files nothing references and orphaned
+        raw copies (store/maintain.py). Safe beside ingests:
         each step is a DuckLake transaction, retried when it conflicts with another host's commit."""
         from compilewatch.store import maintain as m
         before = (m.parquet_files(self.data_dir), folder_bytes(self.data_dir))
@@ -538,7 +625,8 @@ class LakeStore:
                                       f"INTERVAL '{float(expire_older_than_days) * 86400:.0f} seconds')"),
                  ("delete files of expired snapshots", "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)"),
                  ("delete orphaned data files", "CALL ducklake_delete_orphaned_files('lake', cleanup_all => true)")]
-        done = []
+        # runs a killed ingest marked stale (module docstring), before the files are merged
+        done = ["refresh runs marked stale"] if self._refresh_stale() else []
         with self._cursor() as cur:
             for name, sql in steps:
                 try:

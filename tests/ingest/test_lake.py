@@ -47,7 +47,10 @@ def columns(con, table: str) -> list[tuple[str, str]]:
 
 
 def snapshot(con, table: str) -> pd.DataFrame:
-    typed = [(c, t) for c, t in columns(con, table) if c not in TIMESTAMPS]
+    """The table's rows, sorted; a rollup's any_value() picks left out: which member of a group a
+    rollup keeps as its example depends on the order its source rows were stored and refreshed in."""
+    dropped = TIMESTAMPS | (ARBITRARY_PICKS if table.startswith("rollup_") else set())
+    typed = [(c, t) for c, t in columns(con, table) if c not in dropped]
     cols = [c for c, _ in typed]
     exprs = [f"hex({c}) AS {c}" if t == "BLOB" else c for c, t in typed]  # bytes compare, not sort
     frame = con.execute(f"SELECT {', '.join(exprs)} FROM {table}").df()

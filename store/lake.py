@@ -30,10 +30,12 @@ ingest SQL run unchanged; only the few things DuckLake lacks are handled here:
   reads its table's catalog and writes Parquet and delete files, and a bundle's five files each
   refreshing its run were three quarters of its ingest. Each file's transaction marks its run
   (stale_runs); the marked runs are refreshed, under the write lock, when the block ends, before a
-  wait for a parse (`release_writes`), and once marks are REFRESH_AFTER_S old. Another host's reader
-  may see a run's newest rows before its facts for that long, as it may see a bundle's first files
-  before its last; a refresh reads every marker, so one left by a killed process is refreshed by
-  the next process that writes.
+  wait for a parse (`release_writes`), and before a file of another run once marks are
+  REFRESH_AFTER_S old (never between two files of one run: under contention for the write lock every
+  file would come after that and refresh). Another host's reader may see a run's newest rows before
+  its facts for about that long, or while one run's files are written, as it may see a bundle's
+  first files before its last; a refresh reads every marker, so one left by a killed process is
+  refreshed by the next process that writes.
 """
 from __future__ import annotations
 
@@ -91,8 +93,8 @@ BEGIN
 END $$;
 """
 COMMIT_RETRIES = 50
-# How long runs marked by held writes may wait for their refresh (module docstring): longer than a
-# bundle's files take to write, so they share one.
+# How long runs marked by held writes may wait for their refresh before a file of another run is
+# written (module docstring): longer than a bundle's files take to write.
 REFRESH_AFTER_S = 2.0
 
 log = logging.getLogger(__name__)
@@ -201,10 +203,12 @@ class LakeStore:
         self._db = None
         self._db_lock = threading.Lock()
         self._held = threading.local()   # reads_held: this thread's cursor and data version
-        # writes_held: how many blocks hold, and since when runs this process marked wait for a refresh
+        # writes_held: how many blocks hold, since when the runs this process marked wait for a
+        # refresh, and which they are (None: a reingest's, run unknown)
         self._holds_mutex = threading.Lock()
         self._holds = 0
         self._marked_since: float | None = None
+        self._marked_runs: set = set()
 
     # -- opening --------------------------------------------------------------------------------------
     @classmethod
@@ -389,6 +393,7 @@ class LakeStore:
         and at the end of the held writes."""
         with self._holds_mutex:
             marked, self._marked_since = self._marked_since, None
+            self._marked_runs = set()
         if marked is not None:
             self._refresh_stale()
 
@@ -423,20 +428,22 @@ class LakeStore:
             # (a ROLLBACK would read as a lost race in PostgreSQL's statement log)
             cur.execute("COMMIT")
 
-    def _refresh_later(self) -> bool:
-        """Whether a file written now leaves its run's refresh to the held writes (marked now)."""
+    def _refresh_later(self, run_id: str | None) -> bool:
+        """Whether a file of `run_id` written now leaves its run's refresh to the held writes (then
+        marked here). Before a file of another run, the runs marked REFRESH_AFTER_S ago or more are
+        refreshed first (a long folder ingest); no claim of this thread is held yet."""
         with self._holds_mutex:
             if not self._holds:
                 return False
+            due = (self._marked_since is not None and run_id not in self._marked_runs
+                   and time.monotonic() - self._marked_since >= REFRESH_AFTER_S)
+        if due:
+            self.release_writes()
+        with self._holds_mutex:
             if self._marked_since is None:
                 self._marked_since = time.monotonic()
-            return True
-
-    def _refresh_if_due(self) -> None:
-        """Refresh the marked runs once they have waited REFRESH_AFTER_S (a long folder ingest)."""
-        since = self._marked_since
-        if since is not None and time.monotonic() - since >= REFRESH_AFTER_S:
-            self.release_writes()
+            self._marked_runs.add(run_id)
+        return True
 
     def transactions(self, bump_version: bool = True):
         """Attempts at one DuckLake transaction (store.files.transactions), each on a cursor of its
@@ -495,8 +502,7 @@ class LakeStore:
         """The transactions a stored file's rows are written again in (reingest): no claim, since
         the file is stored already; the run's derived facts refreshed in each of them, or once for
         the held writes (writes_held)."""
-        yield FileClaim(run_exists=True, transactions=self.transactions, refresh_later=self._refresh_later())
-        self._refresh_if_due()
+        yield FileClaim(run_exists=True, transactions=self.transactions, refresh_later=self._refresh_later(None))
 
     @contextmanager
     def claim_file(self, sha: str, run_id: str, bundled: bool):
@@ -507,6 +513,7 @@ class LakeStore:
         Two statements before the write: the claim function (both claims and the id) and one query
         of the lake (claim_checks)."""
         self._release_held()
+        refresh_later = self._refresh_later(run_id)   # before the claim: a refresh due now takes the write lock
         key = f"file:{run_id}:{sha}" if bundled else f"loose:{sha}"
         # The run's claim serialises the hosts creating one run: whoever comes later (its claim
         # committed) only fills gaps, as run_exists tells it.
@@ -540,12 +547,11 @@ class LakeStore:
                     yield FileClaim(stored_under=found)
                 else:
                     yield FileClaim(file_id=file_id, run_exists=exists, transactions=self.transactions,
-                                    refresh_later=self._refresh_later())
+                                    refresh_later=refresh_later)
             except BaseException:
                 rollback(cur)
                 raise
             cur.execute("COMMIT")
-        self._refresh_if_due()   # after the claim's commit: its write lock is let go
 
     def _add_claim_function(self) -> None:
         """A catalog created by a compilewatch from before the claim function gets it at its first

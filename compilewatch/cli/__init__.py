@@ -394,7 +394,7 @@ def cmd_store_copy(args) -> int:
     return 0
 
 
-@command("store maintain", "keep a store fast: merge DuckLake's small files, expire old snapshots, delete unreferenced files",
+@command("store maintain", "keep a store fast: refresh runs a killed ingest left stale, merge DuckLake's small files, expire old snapshots, delete unreferenced files",
          db_arg(),
          arg("--expire-older-than", type=float, default=7.0, metavar="DAYS",
              help="DuckLake snapshots older than this are expired (time travel stops there; default %(default)s)"),

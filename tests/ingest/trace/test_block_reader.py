@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from trace_support import FIXTURES, PUBLIC, parse_bytes, read_log
+from trace_support import FIXTURES, PUBLIC, parse_bytes, read_back, read_log
 
 from compilewatch.ingest.trace import envelope
 
@@ -17,7 +17,7 @@ LOGS = [FIXTURES / "recompile_limit.log.gz", FIXTURES / "graph_break_recompile.l
 
 
 def _everything(sink):
-    return ({t: list(v) for t, v in sink.rows.items() if v}, sink.errors, sink.metadata.get("trace_stats"))
+    return ({t: v for t, v in read_back(sink.rows).items() if v}, sink.errors, sink.metadata.get("trace_stats"))
 
 
 def _damaged(data: bytes) -> bytes:

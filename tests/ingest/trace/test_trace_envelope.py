@@ -6,7 +6,7 @@ import hashlib
 import io
 
 import pytest
-from trace_support import PUBLIC, fixture_logs, parse_bytes, read_log, summary
+from trace_support import PUBLIC, fixture_logs, parse_bytes, read_back, read_log, summary
 
 from compilewatch.ingest.trace.envelope import format_compile_id
 
@@ -50,5 +50,5 @@ def _all_logs():
 def test_file_object_equals_list_of_lines(path):
     data = read_log(path)
     a, b = parse_bytes(data), parse_bytes(data, by_lines=True)
-    assert a.rows == b.rows and a.errors == b.errors
+    assert read_back(a.rows) == read_back(b.rows) and a.errors == b.errors
     assert a.metadata == b.metadata

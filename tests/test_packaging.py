@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,9 @@ def test_an_installed_copy_runs_from_anywhere(tmp_path):
     assert (target / "compilewatch" / "store" / "migrations" / "001_initial.sql").exists()
     assert sorted(p.name for p in target.iterdir() if p.suffix != ".dist-info" and p.name != "bin") == ["compilewatch"]
     assert not (target / "sample_logs").exists()
+    if (shutil.which("cc") or shutil.which("gcc")) and Path(sysconfig.get_paths()["include"], "Python.h").exists():
+        # the text reader's compiled loop (setup.py), built and packaged
+        assert list((target / "compilewatch" / "ingest" / "text").glob("_continuations*.so")), r.stderr[-2000:]
     elsewhere = tmp_path / "work"
     elsewhere.mkdir()
     # The team's own code, first on the path: packages that share our rooms' names and would break

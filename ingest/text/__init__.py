@@ -111,12 +111,12 @@ def _feed_block(asm, on_error, line_no, block: bytes, start: int = 0, end: int |
         except UnicodeDecodeError:
             text = None
         if text is not None:
+            if "\r" not in text:
+                return asm.feed_text(line_no, text)
             lines = text.split("\n")
             if lines[-1] == "":
                 lines.pop()
-            if "\r" in text:
-                lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
-            return asm.feed_lines(line_no, lines)
+            return asm.feed_lines(line_no, [ln[:-1] if ln.endswith("\r") else ln for ln in lines])
     for raw in _split_keep(block[start:end]):
         line_no = _feed_slow(asm, on_error, line_no, raw)
     return line_no

@@ -19,6 +19,11 @@ import re
 
 from compilewatch.ingest.formats import cudagraphs, glog, recompile_limit
 
+try:  # the hot loop compiled (_continuations.c); where it was not built, feed_lines does the same
+    from compilewatch.ingest.text._continuations import take_run
+except ImportError:  # pragma: no cover - a build without a C compiler
+    take_run = None
+
 _GLOG = re.compile(glog.CORE + r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])?(?: \[(?P<art>__\w+)\])?(?: |$)")
 _OLD = re.compile(
     r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d),(?P<ms>\d{3})\]"
@@ -182,6 +187,43 @@ class RecordAssembler:
                 room = MAX_RECORD_LINES - len(rec.lines)
             else:
                 add_line = add_no = None
+        return line_no
+
+    def feed_text(self, line_no: int, text: str) -> int:
+        """feed_lines(line_no, text.split("\n")), the last line's newline optional: the runs of
+        continuation lines found by _continuations.take_run, so that only the lines a record keeps
+        become strings. No "\r" in `text`."""
+        if take_run is None:
+            lines = text.split("\n")
+            if lines[-1] == "":
+                lines.pop()
+            return self.feed_lines(line_no, lines)
+        starts = RECORD_STARTS
+        firsts = _START_FIRST_CHARS
+        fresh = self._fresh
+        find = text.find
+        pos = 0
+        end = len(text)
+        while pos < end:
+            lp = self._last_prefix
+            if lp is not None:
+                rec = self._last
+                if rec is not None and rec.parser is not None and not rec.cut:
+                    room = MAX_RECORD_LINES - len(rec.lines)
+                    pos, n = take_run(text, pos, end, lp, firsts, starts, rec.lines, rec.line_nos, line_no, room)
+                    if n >= room:
+                        rec.cut = True
+                else:
+                    pos, n = take_run(text, pos, end, lp, firsts, starts, None, None, line_no, 0)
+                line_no += n
+                if pos >= end:
+                    break
+            eol = find("\n", pos)
+            if eol < 0:
+                eol = end
+            fresh(line_no, text[pos:eol])
+            line_no += 1
+            pos = eol + 1
         return line_no
 
     # -- one line

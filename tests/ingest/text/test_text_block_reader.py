@@ -1,5 +1,7 @@
-"""The TORCH_LOGS reader reads a file object in blocks (each decoded once, its lines fed through the
-assembler's many-lines path, RecordAssembler.feed_lines), and any other iterable line by line
+"""The TORCH_LOGS reader reads a file object in blocks (each decoded once and fed through the
+assembler's many-lines path: RecordAssembler.feed_text, whose runs of continuation lines are found
+by the compiled _continuations.take_run, or feed_lines, the same loop in Python where it is not
+built), and any other iterable line by line
 (RecordAssembler.feed): both must give the same rows, errors, line numbers and record count,
 wherever the block edges fall. Checked on every real text log (the text
 fixtures, every bundle's torch_logs.txt), with blocks small enough that each log crosses many of
@@ -9,14 +11,19 @@ from __future__ import annotations
 
 import gzip
 import io
+import shutil
+import sysconfig
 import tarfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis import given
 
 from compilewatch.ingest import text as text_reader
 from compilewatch.ingest.records import CollectingSink
-from compilewatch.ingest.text import parse_text
+from compilewatch.ingest.text import parse_text, reader
 
 REPO = Path(__file__).resolve().parents[3]
 PUBLIC = (REPO / ".." / "shared" / "public_logs").resolve()
@@ -66,9 +73,14 @@ def test_there_are_many_real_text_logs():
     assert len(LOGS) >= 60
 
 
+@pytest.mark.parametrize("loop", ["compiled", "python"])
 @pytest.mark.parametrize("chunk", [97, 4096, 1 << 20])
-def test_blocks_read_as_lines(chunk, monkeypatch):
+def test_blocks_read_as_lines(chunk, loop, monkeypatch):
     monkeypatch.setattr(text_reader, "_CHUNK", chunk)
+    if loop == "python":
+        monkeypatch.setattr(reader, "take_run", None)
+    elif reader.take_run is None:
+        pytest.skip("the compiled loop is not built here (no C compiler at install)")
     rows = 0
     for name, data in LOGS:
         for variant in (data, _damaged(data)):
@@ -76,3 +88,61 @@ def test_blocks_read_as_lines(chunk, monkeypatch):
             assert by_blocks == _everything(variant, by_lines=True), name
             rows += sum(len(v) for v in by_blocks[0].values())
     assert rows > 1000   # the logs are real logs with records in them, not empty
+
+
+# Lines built from the prefixes and messages the compiled loop must tell apart: the same prefix or
+# one that differs in its last character, a line that is only the prefix (with or without its
+# space), a message that starts a record or only starts with a record start's first character,
+# and text outside Latin-1 (the decoded block then holds 2- or 4-byte characters, the prefix 1).
+_PREFIXES = ["V1127 10:00:00.000001 11 torch/_dynamo/guards.py:2590] [0/1] [__recompiles]",
+             "V1127 10:00:00.000001 11 torch/_dynamo/guards.py:2590] [0/1] [__recompileS]",
+             "[rank1]:V1127 10:00:00.000002 12 torch/_dynamo/symbolic_convert.py:1] [1/0] [__graph_breaks]",
+             "[rank1]:[2023-11-06 14:54:45,922] [0/1] torch._dynamo.guards.__recompiles: [DEBUG]"]
+_MESSAGES = ["Recompiling function forward in /m.py:10", "    triggered by the following guard failure(s):",
+             "    - 0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8",
+             "Graph break in user code at /m.py:3", "Graph break: from user code at:", "R", "G", "",
+             "    File \"/m.py\", line 3, in f — ünïcode", "  \u4e2d\u6587 \U0001F600 text", "Recompiling"]
+
+
+def _record_fields(lines: list[str]):
+    sink = CollectingSink()
+    text_reader.parse_text(io.BytesIO("\n".join(lines).encode()), sink)
+    return {t: list(v) for t, v in sink.rows.items() if v}, sink.errors, sink.metadata
+
+
+@pytest.mark.skipif(reader.take_run is None, reason="the compiled loop is not built here")
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(st.sampled_from(_PREFIXES), st.sampled_from(["", " "]), st.sampled_from(_MESSAGES)).map("".join),
+    st.sampled_from(_MESSAGES)), max_size=40))
+def test_compiled_loop_reads_as_the_python_loop(lines):
+    compiled = _record_fields(lines)
+    saved = reader.take_run
+    try:
+        reader.take_run = None
+        assert compiled == _record_fields(lines)
+    finally:
+        reader.take_run = saved
+
+
+def test_compiled_loop_cuts_long_records_as_the_python_loop(monkeypatch):
+    prefix = _PREFIXES[0]
+    lines = [f"{prefix} Recompiling function forward in /m.py:10",
+             f"{prefix}     triggered by the following guard failure(s):"]
+    lines += [f"{prefix}     - 0/{i}: tensor 'x' size mismatch at index 0. expected 4, actual 8" for i in range(40)]
+    monkeypatch.setattr(reader, "MAX_RECORD_LINES", 9)
+    compiled = _record_fields(lines)
+    monkeypatch.setattr(reader, "take_run", None)
+    python = _record_fields(lines)
+    assert compiled == python
+    assert any(e["kind"] == "truncated" for e in python[1])
+
+
+def test_the_compiled_loop_is_built_where_a_compiler_is():
+    """An install with a C compiler at hand builds the loop (pyproject's ext-modules is optional,
+    so a failed build would otherwise go unnoticed and the reader quietly run slower)."""
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler on this machine: the Python loop is what runs")
+    if not Path(sysconfig.get_paths()["include"], "Python.h").exists():
+        pytest.skip("no Python headers on this machine: the Python loop is what runs")
+    assert reader.take_run is not None, "run scripts/setup.sh again: the install did not build _continuations"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -56,19 +57,31 @@ def migration_hint(e: Exception) -> str:
 
 
 def stage_raw(tmp_dir: Path, src: Path) -> tuple[str, Path, int]:
-    """Copy src into tmp_dir while hashing it, in one read pass. Returns (sha256, the copy, size).
+    """Copy src into tmp_dir and hash the copy. Returns (sha256, the copy, size).
     publish_raw moves the copy into raw/ once the file is going to be stored, so a file that is
     refused leaves nothing behind (the caller unlinks the copy). tmp_dir is the store's own, on
     the same filesystem as raw/, so the final rename is atomic."""
-    h = hashlib.sha256()
-    size = 0
     tmp = tmp_dir / f"raw-{uuid.uuid4().hex}"
     try:
-        with open(src, "rb") as fin, open(tmp, "wb") as fout:
-            while chunk := fin.read(1 << 20):
-                h.update(chunk)
-                fout.write(chunk)
-                size += len(chunk)
+        try:
+            # The kernel copies (sendfile): no bytes pass through this process, and the copy needs
+            # the GIL once, not three times a MB. It runs beside the parse, which holds the GIL:
+            # read, hash and write a MB at a time took 1.3-1.5 CPU-s for a 1 GB log, and up to 7 s
+            # of wall time waiting for the GIL; this and the hash of the copy below take ~1.0 CPU-s.
+            shutil.copyfile(src, tmp)
+        except shutil.SpecialFileError:   # a pipe: read it once, as before
+            with open(src, "rb") as fin, open(tmp, "wb") as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+        # The copy is hashed, not src: the stored bytes are the ones its name says, even where src
+        # was still being written while it was copied.
+        h = hashlib.sha256()
+        size = 0
+        buf = bytearray(1 << 20)
+        view = memoryview(buf)
+        with open(tmp, "rb", buffering=0) as f:
+            while n := f.readinto(buf):
+                h.update(view[:n])
+                size += n
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

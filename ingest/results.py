@@ -1,6 +1,7 @@
 """What an ingest did, file by file: the report the CLI, the Upload page and the inbox show."""
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 
 STORED, PARTIAL, DUPLICATE, FAILED, SKIPPED = "stored", "partial", "duplicate", "failed", "skipped"
@@ -8,7 +9,11 @@ UNREADABLE = "cannot read"      # the message of a file that failed before anyth
 
 
 def unreadable(e: OSError) -> str:
-    return f"{UNREADABLE}: {e.strerror}"
+    """What a file that could not be read gets as its message, and what to do where it says."""
+    if isinstance(e, io.UnsupportedOperation):   # `ingest <(zcat log.gz)`: a pipe reads only once
+        return (f"{UNREADABLE}: not a regular file (a pipe?): ingest reads a file more than once; "
+                "save it to a file first (.gz, .zip and .tar.gz are read as they are)")
+    return f"{UNREADABLE}: {e.strerror or e}"
 
 
 @dataclass

@@ -441,3 +441,27 @@ def test_kill_9_of_a_folder_ingest_at_several_moments_then_rerun_matches_a_clean
     ingest_paths(store, [folder])
     assert counts(store) == want
     assert not any(p.is_file() for p in store.tmp_root.rglob("*"))
+
+
+def test_a_pipe_fails_alone_with_what_to_do(store, tmp_path):
+    """`compilewatch ingest <(zcat log.gz)` names a pipe: ingest reads a file more than once (the
+    sniff, the parse, the raw copy), so it is refused with what to do, beside a file that is
+    stored, and nothing of it is kept."""
+    import threading
+    fifo = tmp_path / "log.pipe"
+    os.mkfifo(fifo)
+    data = TEXT_LOG.read_bytes()[:30000]   # under a pipe's buffer: the writer never waits on the reader
+
+    def write():
+        with open(fifo, "wb") as f:
+            f.write(data)
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    raw_before = _raw_files(store)
+    results = ingest_paths(store, [fifo, TEXT_LOG])
+    writer.join(5)
+    by_name = {r.name: r for r in results.files}
+    assert by_name["log.pipe"].status == "failed"
+    assert "not a regular file" in by_name["log.pipe"].message and "save it to a file" in by_name["log.pipe"].message
+    assert by_name[TEXT_LOG.name].status in ("stored", "partial")
+    assert len(_raw_files(store) - raw_before) == 1

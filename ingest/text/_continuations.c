@@ -1,7 +1,7 @@
 /* The TORCH_LOGS reader's hot loop, compiled: a run of lines that continue the current log record.
  *
  * torch's formatter repeats a record's prefix on every line of its message, so most lines of a
- * TORCH_LOGS capture (460,000 of the 656,000 in the benchmark's 105 MB log) only continue the record
+ * TORCH_LOGS capture (482,000 of the 656,000 in the benchmark's 105 MB log) only continue the record
  * before them. In Python each of them costs a split-off string, two startswith calls and a loop
  * step; here a run of them is found with memchr and memcmp on the decoded block, and only the
  * message text of a record a parser keeps becomes a string. Everything else about the format (the

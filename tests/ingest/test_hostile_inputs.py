@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 import zipfile
 import zlib
@@ -447,7 +448,6 @@ def test_a_pipe_fails_alone_with_what_to_do(store, tmp_path):
     """`compilewatch ingest <(zcat log.gz)` names a pipe: ingest reads a file more than once (the
     sniff, the parse, the raw copy), so it is refused with what to do, beside a file that is
     stored, and nothing of it is kept."""
-    import threading
     fifo = tmp_path / "log.pipe"
     os.mkfifo(fifo)
     data = TEXT_LOG.read_bytes()[:30000]   # under a pipe's buffer: the writer never waits on the reader

@@ -17,9 +17,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis import given
 
 from compilewatch.ingest import text as text_reader
 from compilewatch.ingest.records import CollectingSink
@@ -139,8 +138,8 @@ def test_compiled_loop_cuts_long_records_as_the_python_loop(monkeypatch):
 
 
 def test_the_compiled_loop_is_built_where_a_compiler_is():
-    """An install with a C compiler at hand builds the loop (pyproject's ext-modules is optional,
-    so a failed build would otherwise go unnoticed and the reader quietly run slower)."""
+    """An install with a C compiler at hand builds the loop (setup.py's extension is optional, so a
+    failed build would otherwise go unnoticed and the reader quietly run slower)."""
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler on this machine: the Python loop is what runs")
     if not Path(sysconfig.get_paths()["include"], "Python.h").exists():

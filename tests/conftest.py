@@ -16,6 +16,16 @@ def public_logs() -> Path:
     return PUBLIC_LOGS
 
 
+@pytest.fixture(scope="session")
+def c_compiler() -> bool:
+    """Whether an install here can build setup.py's extension (the text reader's loop in C): a C
+    compiler and the Python headers. Where it cannot, the install goes on without it."""
+    import shutil
+    import sysconfig
+    return bool(shutil.which("cc") or shutil.which("gcc")) and \
+        Path(sysconfig.get_paths()["include"], "Python.h").exists()
+
+
 @pytest.fixture
 def store(tmp_path):
     from compilewatch.store import open_store

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ TRACE = REPO / "tests" / "fixtures" / "trace" / "graph_break_recompile.log.gz"
 
 
 @pytest.mark.slow
-def test_an_installed_copy_runs_from_anywhere(tmp_path):
+def test_an_installed_copy_runs_from_anywhere(tmp_path, c_compiler):
     target = tmp_path / "site"
     r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                         "--target", str(target), str(REPO)], capture_output=True, text=True, timeout=600)
@@ -29,8 +27,7 @@ def test_an_installed_copy_runs_from_anywhere(tmp_path):
     assert (target / "compilewatch" / "store" / "migrations" / "001_initial.sql").exists()
     assert sorted(p.name for p in target.iterdir() if p.suffix != ".dist-info" and p.name != "bin") == ["compilewatch"]
     assert not (target / "sample_logs").exists()
-    if (shutil.which("cc") or shutil.which("gcc")) and Path(sysconfig.get_paths()["include"], "Python.h").exists():
-        # the text reader's compiled loop (setup.py), built and packaged
+    if c_compiler:   # the text reader's compiled loop (setup.py), built and packaged
         assert list((target / "compilewatch" / "ingest" / "text").glob("_continuations*.so")), r.stderr[-2000:]
     elsewhere = tmp_path / "work"
     elsewhere.mkdir()

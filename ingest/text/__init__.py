@@ -101,7 +101,7 @@ _MAX_LINE = 64 << 20
 
 
 def _feed_block(asm, on_error, line_no, block: bytes, start: int = 0, end: int | None = None) -> int:
-    """Whole lines, block[start:end] (the last maybe without newline): decode once, split, feed.
+    """Whole lines, block[start:end] (the last maybe without newline): decode once, feed.
     Blocks with NUL or non-UTF-8 bytes go line by line so that each bad line is counted where it is."""
     if end is None:
         end = len(block)
@@ -111,12 +111,7 @@ def _feed_block(asm, on_error, line_no, block: bytes, start: int = 0, end: int |
         except UnicodeDecodeError:
             text = None
         if text is not None:
-            if "\r" not in text:
-                return asm.feed_text(line_no, text)
-            lines = text.split("\n")
-            if lines[-1] == "":
-                lines.pop()
-            return asm.feed_lines(line_no, [ln[:-1] if ln.endswith("\r") else ln for ln in lines])
+            return asm.feed_text(line_no, text)
     for raw in _split_keep(block[start:end]):
         line_no = _feed_slow(asm, on_error, line_no, raw)
     return line_no

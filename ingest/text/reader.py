@@ -190,13 +190,18 @@ class RecordAssembler:
         return line_no
 
     def feed_text(self, line_no: int, text: str) -> int:
-        """feed_lines(line_no, text.split("\n")), the last line's newline optional: the runs of
-        continuation lines found by _continuations.take_run, so that only the lines a record keeps
-        become strings. No "\r" in `text`."""
-        if take_run is None:
+        """Feed the lines of `text` (whole lines, the last one's newline optional, "\r\n" endings
+        read as "\n"); returns the number the next line would have. The runs of continuation
+        lines are found by _continuations.take_run, so that only the lines a record keeps become
+        strings; where it is not built, or lines end in "\r\n", the text is split and feed_lines
+        runs the same loop."""
+        crlf = "\r" in text
+        if take_run is None or crlf:
             lines = text.split("\n")
             if lines[-1] == "":
                 lines.pop()
+            if crlf:
+                lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
             return self.feed_lines(line_no, lines)
         starts = RECORD_STARTS
         firsts = _START_FIRST_CHARS

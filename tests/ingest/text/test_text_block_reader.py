@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import shutil
-import sysconfig
 import tarfile
 from pathlib import Path
 
@@ -137,11 +135,9 @@ def test_compiled_loop_cuts_long_records_as_the_python_loop(monkeypatch):
     assert any(e["kind"] == "truncated" for e in python[1])
 
 
-def test_the_compiled_loop_is_built_where_a_compiler_is():
+def test_the_compiled_loop_is_built_where_a_compiler_is(c_compiler):
     """An install with a C compiler at hand builds the loop (setup.py's extension is optional, so a
     failed build would otherwise go unnoticed and the reader quietly run slower)."""
-    if shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler on this machine: the Python loop is what runs")
-    if not Path(sysconfig.get_paths()["include"], "Python.h").exists():
-        pytest.skip("no Python headers on this machine: the Python loop is what runs")
+    if not c_compiler:
+        pytest.skip("no C compiler or Python headers on this machine: the Python loop is what runs")
     assert reader.take_run is not None, "run scripts/setup.sh again: the install did not build _continuations"

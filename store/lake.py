@@ -100,6 +100,13 @@ REFRESH_AFTER_S = 2.0
 log = logging.getLogger(__name__)
 
 
+def _begin_locked(con, key: int) -> None:
+    """Begin a transaction on `con` and take PostgreSQL's transaction-level advisory lock `key` in
+    it (through the attached catalog, `pg`): held until that transaction ends or the process dies."""
+    con.execute("BEGIN")
+    con.execute(f"CALL postgres_execute('pg', 'SELECT pg_advisory_xact_lock({int(key)})')")
+
+
 def extension_path(package: str, name: str) -> str:
     """The .duckdb_extension file a `duckdb-extension-*` wheel ships for this DuckDB version: DuckDB's
     own extension download is not reachable from every host, the wheel is."""
@@ -254,8 +261,7 @@ class LakeStore:
         try:
             load_extensions(con)
             con.execute(f"ATTACH '{quote(libpq(self.spec))}' AS pg (TYPE postgres)")
-            con.execute("BEGIN")
-            con.execute(f"CALL postgres_execute('pg', 'SELECT pg_advisory_xact_lock({INIT_LOCK_KEY})')")
+            _begin_locked(con, INIT_LOCK_KEY)
         except duckdb.Error as e:
             con.close()
             raise _connection_error(self.spec, e) from None
@@ -417,9 +423,8 @@ class LakeStore:
         """The write lock files are written under (module docstring), for a block of this process: a
         PostgreSQL transaction-level advisory lock, held until the block ends."""
         with self._cursor() as cur:
-            cur.execute("BEGIN")
             try:
-                cur.execute(f"CALL postgres_execute('pg', 'SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})')")
+                _begin_locked(cur, WRITE_LOCK_KEY)
                 yield
             except BaseException:
                 rollback(cur)

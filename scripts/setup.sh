@@ -36,7 +36,7 @@ fi
 # The folders with an __init__.py at the top are the package's rooms (pyproject's package-dir).
 .venv/bin/python -m compileall -q $(dirname */__init__.py) > /dev/null
 # setup.py builds the text reader's loop in C where it can and goes on where it cannot: say so.
-if ! .venv/bin/python -c "import compilewatch.ingest.text._continuations" 2> /dev/null; then
+if ! .venv/bin/python -c "import compilewatch.ingest.text._skim" 2> /dev/null; then
     echo "setup: the TORCH_LOGS reader's C loop was not built (no C compiler or Python headers:" \
-         "apt-get install gcc python3-dev); text logs are read by the same loop in Python, ~9% slower" >&2
+         "apt-get install gcc python3-dev); text logs are read by the same rules in Python, ~20% slower" >&2
 fi

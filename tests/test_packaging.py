@@ -28,7 +28,7 @@ def test_an_installed_copy_runs_from_anywhere(tmp_path, c_compiler):
     assert sorted(p.name for p in target.iterdir() if p.suffix != ".dist-info" and p.name != "bin") == ["compilewatch"]
     assert not (target / "sample_logs").exists()
     if c_compiler:   # the text reader's compiled loop (setup.py), built and packaged
-        assert list((target / "compilewatch" / "ingest" / "text").glob("_continuations*.so")), r.stderr[-2000:]
+        assert list((target / "compilewatch" / "ingest" / "text").glob("_skim*.so")), r.stderr[-2000:]
     elsewhere = tmp_path / "work"
     elsewhere.mkdir()
     # The team's own code, first on the path: packages that share our rooms' names and would break

@@ -19,10 +19,10 @@ import re
 
 from compilewatch.ingest.formats import cudagraphs, glog, recompile_limit
 
-try:  # the hot loop compiled (_continuations.c); where it was not built, feed_lines does the same
-    from compilewatch.ingest.text._continuations import take_run
+try:  # the hot loop compiled (_skim.c); where it was not built, feed_lines and _fresh do the same
+    from compilewatch.ingest.text._skim import skim
 except ImportError:  # pragma: no cover - a build without a C compiler
-    take_run = None
+    skim = None
 
 _GLOG = re.compile(glog.CORE + r"(?: \[(?P<cid>!?\d+/\d+(?:/\d+)?(?:_\d+)?)\])?(?: \[(?P<art>__\w+)\])?(?: |$)")
 _OLD = re.compile(
@@ -62,6 +62,14 @@ _CONTINUATION_STARTS = (
 _PREFIX_FIRST_CHARS = "[" + glog.LEVEL_LETTERS + ".\u2026Tt"
 BARE_KEY = ("bare",)      # the open record of lines without a prefix, beside the (rank, pid) keys
 MAX_RECORD_LINES = 20000  # a bound on memory per open record; longer records are cut and counted
+# every record these artifacts log starts with a known first line: their lines without that start
+# are the tail of a record whose start is not in the file (a cut log, a split file)
+_ARTS_WITH_KNOWN_STARTS = ("graph_breaks", "recompiles", "recompiles_verbose")
+# unprefixed lines holding one of these may carry a prefix mid-line (see _MIDLINE)
+_MIDLINE_MARKS = ("dynamo", "] [__")
+# What the compiled loop (_skim.c) is told about the format, in skim's order: it knows nothing else
+_SKIM_RULES = (_START_FIRST_CHARS, RECORD_STARTS, _CONTINUATION_STARTS, _PREFIX_FIRST_CHARS,
+               glog.LEVEL_LETTERS, _GLOG.match, _ARTS_WITH_KNOWN_STARTS, _MIDLINE_MARKS)
 
 
 
@@ -191,38 +199,27 @@ class RecordAssembler:
 
     def feed_text(self, line_no: int, text: str) -> int:
         """Feed the lines of `text` (whole lines, the last one's newline optional, "\r\n" endings
-        read as "\n"); returns the number the next line would have. The runs of continuation
-        lines are found by _continuations.take_run, so that only the lines a record keeps become
-        strings; where it is not built, or lines end in "\r\n", the text is split and feed_lines
-        runs the same loop."""
+        read as "\n"); returns the number the next line would have. The lines the assembler only
+        skims (continuations, starts of records no parser wants, unprefixed lines) are read by
+        _skim.skim, so that only the lines a record keeps become strings; where it is not built,
+        or lines end in "\r\n", the text is split and feed_lines runs the same loop."""
         crlf = "\r" in text
-        if take_run is None or crlf:
+        if skim is None or crlf:
             lines = text.split("\n")
             if lines[-1] == "":
                 lines.pop()
             if crlf:
                 lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
             return self.feed_lines(line_no, lines)
-        starts = RECORD_STARTS
-        firsts = _START_FIRST_CHARS
+        rules, max_lines = _SKIM_RULES, MAX_RECORD_LINES
         fresh = self._fresh
         find = text.find
         pos = 0
         end = len(text)
         while pos < end:
-            lp = self._last_prefix
-            if lp is not None:
-                rec = self._last
-                if rec is not None and rec.parser is not None and not rec.cut:
-                    room = MAX_RECORD_LINES - len(rec.lines)
-                    pos, n = take_run(text, pos, end, lp, firsts, starts, rec.lines, rec.line_nos, line_no, room)
-                    if n >= room:
-                        rec.cut = True
-                else:
-                    pos, n = take_run(text, pos, end, lp, firsts, starts, None, None, line_no, 0)
-                line_no += n
-                if pos >= end:
-                    break
+            pos, line_no = skim(self, text, pos, end, line_no, max_lines, rules)
+            if pos >= end:
+                break
             eol = find("\n", pos)
             if eol < 0:
                 eol = end
@@ -267,7 +264,7 @@ class RecordAssembler:
                 self._on_error(line_no, "glog", "line starts like a log prefix that cannot be read", s)
                 self._bare_ok = False
                 return
-        if "dynamo" in s or "] [__" in s:
+        if _MIDLINE_MARKS[0] in s or _MIDLINE_MARKS[1] in s:
             m = _MIDLINE.search(s, 1)
             if m:
                 head = self._parse_prefix(s[m.start():])
@@ -309,9 +306,7 @@ class RecordAssembler:
             self.records += 1
             if keep is not None:
                 self._add(rec, line_no, msg)
-            elif art in ("graph_breaks", "recompiles", "recompiles_verbose") and msg.strip():
-                # every record these artifacts log starts with a known first line, so this is
-                # the tail of a record whose start is not in this file (cut log, split file)
+            elif art in _ARTS_WITH_KNOWN_STARTS and msg.strip():
                 self._on_error(line_no, "truncated",
                                f"[__{art}] lines whose record start is missing", s)
             self._open[key] = rec

@@ -1,6 +1,6 @@
 """The TORCH_LOGS reader reads a file object in blocks (each decoded once and fed through the
-assembler's many-lines path: RecordAssembler.feed_text, whose runs of continuation lines are found
-by the compiled _continuations.take_run, or feed_lines, the same loop in Python where it is not
+assembler's many-lines path: RecordAssembler.feed_text, whose lines that it only skims are read by
+the compiled _skim.skim, or feed_lines and _fresh, the same rules in Python where it is not
 built), and any other iterable line by line
 (RecordAssembler.feed): both must give the same rows, errors, line numbers and record count,
 wherever the block edges fall. Checked on every real text log (the text
@@ -15,7 +15,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from compilewatch.ingest import text as text_reader
@@ -75,8 +75,8 @@ def test_there_are_many_real_text_logs():
 def test_blocks_read_as_lines(chunk, loop, monkeypatch):
     monkeypatch.setattr(text_reader, "_CHUNK", chunk)
     if loop == "python":
-        monkeypatch.setattr(reader, "take_run", None)
-    elif reader.take_run is None:
+        monkeypatch.setattr(reader, "skim", None)
+    elif reader.skim is None:
         pytest.skip("the compiled loop is not built here (no C compiler at install)")
     rows = 0
     for name, data in LOGS:
@@ -88,17 +88,29 @@ def test_blocks_read_as_lines(chunk, loop, monkeypatch):
 
 
 # Lines built from the prefixes and messages the compiled loop must tell apart: the same prefix or
-# one that differs in its last character, a line that is only the prefix (with or without its
-# space), a message that starts a record or only starts with a record start's first character,
+# one that differs in its last character, prefixes of records no parser wants from the same process
+# and from another one (with and without a compile id, with an artifact whose records all start with
+# a known line), a line that is only the prefix (with or without its space), a message that starts a
+# record or only starts with a record start's first character, lines without a prefix (indented,
+# a known continuation start, plain output, one with a prefix or its mark later in the line, empty)
 # and text outside Latin-1 (the decoded block then holds 2- or 4-byte characters, the prefix 1).
 _PREFIXES = ["V1127 10:00:00.000001 11 torch/_dynamo/guards.py:2590] [0/1] [__recompiles]",
              "V1127 10:00:00.000001 11 torch/_dynamo/guards.py:2590] [0/1] [__recompileS]",
+             "V1127 10:00:00.000003 11 torch/_dynamo/guards.py:2591] [0/1] [__guards]",
+             "I1127 10:00:00.000004 11 torch/_dynamo/convert_frame.py:9] [0/1]",
+             "W1127 10:00:00.5 11 torch/_inductor/x.py:9]",
+             "V1127 10:00:00.000005 13 torch/_dynamo/output_graph.py:1] [0/2] [__graph_code]",
+             "V1127 10:00:00.000006 11 torch/_dynamo/output_graph.py:1] [__graph_breaks]",
+             "V1127 10:00:00.000007 11 no_line_number.py] [0/1]",
              "[rank1]:V1127 10:00:00.000002 12 torch/_dynamo/symbolic_convert.py:1] [1/0] [__graph_breaks]",
              "[rank1]:[2023-11-06 14:54:45,922] [0/1] torch._dynamo.guards.__recompiles: [DEBUG]"]
 _MESSAGES = ["Recompiling function forward in /m.py:10", "    triggered by the following guard failure(s):",
              "    - 0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8",
              "Graph break in user code at /m.py:3", "Graph break: from user code at:", "R", "G", "",
-             "    File \"/m.py\", line 3, in f — ünïcode", "  \u4e2d\u6587 \U0001F600 text", "Recompiling"]
+             "    File \"/m.py\", line 3, in f — ünïcode", "  \u4e2d\u6587 \U0001F600 text", "Recompiling",
+             "GUARDS:", "Traceback (most recent call last):", "plain program output", "step 3 loss 0.25",
+             "x torch._dynamo noise", "out] [__recompiles] x", "\tTAB indented", "- 0/0: listed",
+             "V1127 10:00:00.000009 11 torch/_dynamo/guards.py:1] [0/3] [__guards] in the middle"]
 
 
 def _record_fields(lines: list[str]):
@@ -107,19 +119,33 @@ def _record_fields(lines: list[str]):
     return {t: list(v) for t, v in sink.rows.items() if v}, sink.errors, sink.metadata
 
 
-@pytest.mark.skipif(reader.take_run is None, reason="the compiled loop is not built here")
+def _assembled(lines: list[str]):
+    """Every record the assembler hands on, field by field, its errors and its record count: what a
+    parser would get, whether or not the parsers' rows show it (every record start is wanted)."""
+    got, errors = [], []
+    asm = reader.RecordAssembler(lambda first_line: "wanted", got.append, lambda *err: errors.append(err))
+    asm.feed_text(1, "\n".join(lines))
+    asm.close()
+    fields = [tuple(getattr(r, f) for f in reader.Record.__slots__) for r in got]
+    return fields, errors, asm.records
+
+
+@pytest.mark.skipif(reader.skim is None, reason="the compiled loop is not built here")
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.one_of(
     st.tuples(st.sampled_from(_PREFIXES), st.sampled_from(["", " "]), st.sampled_from(_MESSAGES)).map("".join),
     st.sampled_from(_MESSAGES)), max_size=40))
+# a kept record, then program output (no unprefixed line continues it after that), then an empty line
+@example([_PREFIXES[0] + " Recompiling function forward in /m.py:10", "plain program output", "", "    x"])
+@example(["Recompiling function forward in /m.py:10", "step 3 loss 0.25", "", "\tTAB indented"])
 def test_compiled_loop_reads_as_the_python_loop(lines):
-    compiled = _record_fields(lines)
-    saved = reader.take_run
+    compiled = _record_fields(lines), _assembled(lines)
+    saved = reader.skim
     try:
-        reader.take_run = None
-        assert compiled == _record_fields(lines)
+        reader.skim = None
+        assert compiled == (_record_fields(lines), _assembled(lines))
     finally:
-        reader.take_run = saved
+        reader.skim = saved
 
 
 def test_compiled_loop_cuts_long_records_as_the_python_loop(monkeypatch):
@@ -127,12 +153,18 @@ def test_compiled_loop_cuts_long_records_as_the_python_loop(monkeypatch):
     lines = [f"{prefix} Recompiling function forward in /m.py:10",
              f"{prefix}     triggered by the following guard failure(s):"]
     lines += [f"{prefix}     - 0/{i}: tensor 'x' size mismatch at index 0. expected 4, actual 8" for i in range(40)]
+    # the same record without prefixes (torch 2.0), its lines continued as unprefixed lines
+    bare = [line[len(prefix) + 1:] for line in lines] + [""] * 3 + ["    - 0/40: after the empty lines"]
     monkeypatch.setattr(reader, "MAX_RECORD_LINES", 9)
-    compiled = _record_fields(lines)
-    monkeypatch.setattr(reader, "take_run", None)
-    python = _record_fields(lines)
-    assert compiled == python
-    assert any(e["kind"] == "truncated" for e in python[1])
+    for log in (lines, bare):
+        compiled = _record_fields(log), _assembled(log)
+        monkeypatch.setattr(reader, "skim", None)
+        python = _record_fields(log), _assembled(log)
+        monkeypatch.undo()
+        monkeypatch.setattr(reader, "MAX_RECORD_LINES", 9)
+        assert compiled == python
+        assert any(e["kind"] == "truncated" for e in python[0][1])
+        assert [len(r[-3]) for r in python[1][0]] == [9]
 
 
 def test_the_compiled_loop_is_built_where_a_compiler_is(c_compiler):
@@ -140,4 +172,4 @@ def test_the_compiled_loop_is_built_where_a_compiler_is(c_compiler):
     failed build would otherwise go unnoticed and the reader quietly run slower)."""
     if not c_compiler:
         pytest.skip("no C compiler or Python headers on this machine: the Python loop is what runs")
-    assert reader.take_run is not None, "run scripts/setup.sh again: the install did not build _continuations"
+    assert reader.skim is not None, "run scripts/setup.sh again: the install did not build _skim"

@@ -4,6 +4,7 @@ floor for TORCH_LOGS text, one worker for many bundles.
     .venv/bin/python benchmarks/bench_ingest.py [--trace-mb 111] [--text-mb 105] [--repeat 3]
                                                 [--big-mb 1000] [--workers 1,2] [--skip-tlparse]
                                                 [--inputs DIR] [--range-mb 8,4,2] [--team-db D]
+                                                [--text-sizes 210,525]
 
 Inputs are built from real logs only (benchmarks/real_inputs.py) in a temp folder, removed after;
 --inputs DIR takes them from DIR instead (built there by real_inputs.py --out DIR and copied to a
@@ -23,6 +24,7 @@ of --repeat runs is printed for each, with the ratio to its reference measured i
      whole file.
      --range-mb: the same ingest again with ranges of at least that many MB (the default 16).
   3. --big-mb: one trace and one text log of that size ingested once each; target < 400 MB peak RSS.
+     --text-sizes: text logs of those sizes ingested (best of --repeat each): the rate against size.
   4. --team-db D: single bundles of sample_logs/ ingested one `compilewatch ingest` at a time into a
      copy of D (a store at an organisation's scale, built by gen_team_year.py) and into a small store,
      alternating: seconds per bundle, and the ratio of the medians.
@@ -227,6 +229,24 @@ def bench_big(tmp: Path, mb_target: float) -> None:
         shutil.rmtree(tmp / "big")
 
 
+def bench_text_sizes(tmp: Path, sizes: list[float], repeat: int) -> None:
+    """The text ingest's rate against the log's size: what an ingest costs whatever the size (start,
+    store creation, commit, refresh, close) weighs less the larger the log."""
+    print(f"TORCH_LOGS text ingest by size, best of {repeat} ({load()})")
+    for mb_target in sizes:
+        f, _ = build("text", mb_target, tmp / "sized", reuse=False)
+        mb = f.stat().st_size / 1e6
+        os.sync()   # as in bench_big: the log on disk before it is ingested
+        w, r, cpu = best(lambda i: CW + ["ingest", "--quiet", str(f), "--db", str(tmp / "sized" / f"db{i}" / "db.duckdb")],
+                         repeat)
+        for i in range(repeat):
+            stored(tmp / "sized" / f"db{i}" / "db.duckdb")
+        print(f"  {mb:7.0f} MB  {w:6.2f} s  {mb / w:6.1f} MB/s  {r:6.0f} MB peak RSS  {cpu:6.2f} CPU-s "
+              f"(on {os.cpu_count()} cores at best {mb * os.cpu_count() / cpu:.1f} MB/s)")
+        shutil.rmtree(tmp / "sized")
+    print(f"  ({load()} after)")
+
+
 SPLIT = r"""
 import json, sys, time
 from compilewatch.store.lean import pandas_kept_out
@@ -369,7 +389,8 @@ def main() -> None:
     ap.add_argument("--big-mb", type=float, default=0, help="also ingest a trace and a text log of this size")
     ap.add_argument("--workers", default="", help="comma-separated worker counts for the sample_logs/ folder")
     ap.add_argument("--skip-tlparse", action="store_true")
-    ap.add_argument("--only", choices=("trace", "text", "big", "workers", "team", "small"), action="append")
+    ap.add_argument("--text-sizes", default="", help="comma-separated MB: also ingest text logs of these sizes")
+    ap.add_argument("--only", choices=("trace", "text", "sizes", "big", "workers", "team", "small"), action="append")
     ap.add_argument("--team-db", type=Path, help="a store built by gen_team_year.py: ingest single bundles "
                                                  "into a copy of it (the copy needs its size free on disk)")
     ap.add_argument("--team-bundles", type=int, default=6)
@@ -388,6 +409,8 @@ def main() -> None:
             bench_trace(tmp, args.trace_mb, args.repeat, not args.skip_tlparse)
         if "text" in only:
             bench_text(tmp, args.text_mb, args.repeat, [float(x) for x in args.range_mb.split(",") if x])
+        if "sizes" in only and args.text_sizes:
+            bench_text_sizes(tmp, [float(x) for x in args.text_sizes.split(",")], args.repeat)
         if "big" in only and args.big_mb:
             bench_big(tmp, args.big_mb)
         if "team" in only and args.team_db:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import random
 import tarfile
 from pathlib import Path
 
@@ -146,6 +147,55 @@ def test_compiled_loop_reads_as_the_python_loop(lines):
         assert compiled == (_record_fields(lines), _assembled(lines))
     finally:
         reader.skim = saved
+
+
+# What a copy or a hand edit does to a real log's lines: a line repeated, dropped, moved, cut short,
+# emptied or inserted, a character put in or replaced (prefix punctuation, a digit, text outside
+# Latin-1, a rank), a pid or an artifact name changed.
+_EDITS = ["", " ", "]", "[", ":", "0", "é", "\u4e2d", "_", "\t", "V", "[rank0]:"]
+
+
+def _mutated(lines: list[str], rng: random.Random) -> list[str]:
+    if len(lines) > 300:
+        start = rng.randrange(len(lines) - 300)
+        lines = lines[start:start + rng.randrange(20, 300)]
+    lines = list(lines)
+    for _ in range(rng.randrange(1, 8)):
+        if not lines:
+            break
+        i, op = rng.randrange(len(lines)), rng.randrange(7)
+        if op == 0:
+            lines.insert(i, rng.choice(lines))
+        elif op == 1:
+            del lines[i]
+        elif op == 2:
+            k = rng.randrange(len(lines[i]) + 1)
+            lines[i] = lines[i][:k] + rng.choice(_EDITS) + lines[i][k + 1:]
+        elif op == 3:
+            lines[i] = lines[i][:rng.randrange(len(lines[i]) + 1)]
+        elif op == 4:
+            j = rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == 5:
+            lines.insert(i, "")
+        else:
+            lines[i] = lines[i].replace(" 1", " 2", 1) if rng.random() < 0.5 else lines[i].replace("__", "_", 1)
+    return lines
+
+
+@pytest.mark.skipif(reader.skim is None, reason="the compiled loop is not built here")
+def test_compiled_loop_reads_edited_real_logs_as_the_python_loop():
+    rng = random.Random(20261128)
+    logs = [data.decode("utf-8", "replace").replace("\r", "").replace("\x00", "").split("\n") for _, data in LOGS]
+    for _ in range(2000):
+        lines = _mutated(rng.choice(logs), rng)
+        compiled = _record_fields(lines), _assembled(lines)
+        saved = reader.skim
+        try:
+            reader.skim = None
+            assert compiled == (_record_fields(lines), _assembled(lines)), "\n".join(lines)
+        finally:
+            reader.skim = saved
 
 
 def test_compiled_loop_cuts_long_records_as_the_python_loop(monkeypatch):

@@ -279,14 +279,14 @@ skim(PyObject *module, PyObject *args)
 
     PyObject *last = PyObject_GetAttr(assembler, s_last), *lp = NULL, *result = NULL;
     if (last == NULL || (lp = PyObject_GetAttr(assembler, s_last_prefix)) == NULL)
-        goto fail;
+        goto out;
     if (lp != Py_None && !PyUnicode_Check(lp)) {
         PyErr_SetString(PyExc_TypeError, "skim: the assembler's _last_prefix must be a str or None");
-        goto fail;
+        goto out;
     }
     int bare_ok = attr_true(assembler, s_bare_ok);
     if (bare_ok < 0)
-        goto fail;
+        goto out;
     int bare_ok_was = bare_ok, prefix_changed = 0;
     Py_ssize_t records = 0;
     int kind = PyUnicode_KIND(text);
@@ -301,24 +301,24 @@ skim(PyObject *module, PyObject *args)
             Py_ssize_t room = 0, msg = PyUnicode_GET_LENGTH(lp) + 1, n = 0;
             if (last != Py_None) {
                 if ((keep = is_kept(last)) < 0)
-                    goto fail;
+                    goto out;
                 if (keep) {
                     int cut = attr_true(last, s_cut);
                     if (cut < 0)
-                        goto fail;
+                        goto out;
                     keep = !cut;
                 }
             }
             if (keep) {
                 if ((lines = PyObject_GetAttr(last, s_lines)) == NULL)
-                    goto fail;
+                    goto out;
                 if ((nos = PyObject_GetAttr(last, s_line_nos)) == NULL || !PyList_Check(lines)
                         || !PyList_Check(nos)) {
                     if (nos != NULL)
                         PyErr_SetString(PyExc_TypeError, "skim: a record's lines must be lists");
                     Py_DECREF(lines);
                     Py_XDECREF(nos);
-                    goto fail;
+                    goto out;
                 }
                 room = max_lines - PyList_GET_SIZE(lines);
             }
@@ -371,27 +371,27 @@ skim(PyObject *module, PyObject *args)
             Py_XDECREF(lines);
             Py_XDECREF(nos);
             if (keep && n > 0 && n >= room && PyObject_SetAttr(last, s_cut, Py_True) < 0)
-                goto fail;
+                goto out;
             if (pos >= end)
                 break;
             goto run_done;
         fail_run:
             Py_XDECREF(lines);
             Py_XDECREF(nos);
-            goto fail;
+            goto out;
         }
     run_done:;
         /* the line at pos does not continue the current record */
         Py_ssize_t eol = PyUnicode_FindChar(text, '\n', pos, end, 1);
         if (eol == -2)
-            goto fail;
+            goto out;
         if (eol < 0)
             eol = end;
         if (eol == pos) {   /* an empty line: part of a record that may take unprefixed lines */
             if (bare_ok && last != Py_None) {
                 int kept = is_kept(last);
                 if (kept < 0 || (kept && add_line(last, text, pos, pos, line_no, max_lines) < 0))
-                    goto fail;
+                    goto out;
             }
         } else {
             Py_UCS4 c = PyUnicode_READ(kind, data, pos);
@@ -400,13 +400,13 @@ skim(PyObject *module, PyObject *args)
                     break;
                 int kept = is_kept(last);
                 if (kept < 0)
-                    goto fail;
+                    goto out;
                 if (kept)
                     break;
                 PyObject *prefix = NULL;
                 int took = next_unkept(assembler, last, text, pos, eol, line_no, &r, &prefix);
                 if (took < 0)
-                    goto fail;
+                    goto out;
                 if (!took)
                     break;
                 Py_SETREF(lp, prefix);
@@ -420,7 +420,7 @@ skim(PyObject *module, PyObject *args)
                 for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(r.marks) && !marked; k++) {
                     Py_ssize_t at = PyUnicode_Find(text, PyTuple_GET_ITEM(r.marks, k), pos, eol, 1);
                     if (at == -2)
-                        goto fail;
+                        goto out;
                     marked = at >= 0;
                 }
                 if (marked || starts_with_any(text, pos, eol, r.starts))
@@ -428,7 +428,7 @@ skim(PyObject *module, PyObject *args)
                 if (bare_ok && last != Py_None && starts_with_any(text, pos, eol, r.cont_starts)) {
                     int kept = is_kept(last);
                     if (kept < 0 || (kept && add_line(last, text, pos, eol, line_no, max_lines) < 0))
-                        goto fail;
+                        goto out;
                 } else {
                     bare_ok = 0;   /* plain program output: ends any unprefixed continuation */
                 }
@@ -440,9 +440,9 @@ skim(PyObject *module, PyObject *args)
     if (pos > end)
         pos = end;
     if (prefix_changed && PyObject_SetAttr(assembler, s_last_prefix, lp) < 0)
-        goto fail;
+        goto out;
     if (bare_ok != bare_ok_was && PyObject_SetAttr(assembler, s_bare_ok, bare_ok ? Py_True : Py_False) < 0)
-        goto fail;
+        goto out;
     if (records) {
         PyObject *was = PyObject_GetAttr(assembler, s_records), *delta = NULL, *now = NULL;
         int failed = was == NULL || (delta = PyLong_FromSsize_t(records)) == NULL
@@ -451,10 +451,10 @@ skim(PyObject *module, PyObject *args)
         Py_XDECREF(delta);
         Py_XDECREF(now);
         if (failed)
-            goto fail;
+            goto out;
     }
     result = Py_BuildValue("nn", pos, line_no);
-fail:
+out:   /* on success and on errors alike: result is NULL unless everything above succeeded */
     Py_XDECREF(last);
     Py_XDECREF(lp);
     return result;

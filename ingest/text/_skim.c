@@ -368,6 +368,8 @@ skim(PyObject *module, PyObject *args)
             if (pos > end)
                 pos = end;
             line_no += n;
+            if (n > 0)
+                bare_ok = 1;   /* a line with the record's prefix: unprefixed lines may continue it */
             Py_XDECREF(lines);
             Py_XDECREF(nos);
             if (keep && n > 0 && n >= room && PyObject_SetAttr(last, s_cut, Py_True) < 0)

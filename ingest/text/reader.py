@@ -171,6 +171,7 @@ class RecordAssembler:
         if rec is not None and rec.parser is not None and not rec.cut:
             add_line, add_no = rec.lines.append, rec.line_nos.append
             room = MAX_RECORD_LINES - len(rec.lines)
+        continued = False   # since the last fresh line: then unprefixed lines may continue it (as in feed)
         for s in lines:
             # same prefix, and not the first line of a new record (cheap first-char test first);
             # the prefix is always followed by one space or the end of the line
@@ -184,7 +185,10 @@ class RecordAssembler:
                         rec.cut = True
                         add_line = add_no = None
                 line_no += 1
+                continued = True
                 continue
+            if continued:
+                self._bare_ok = True
             feed(line_no, s)
             line_no += 1
             lp = self._last_prefix
@@ -195,6 +199,9 @@ class RecordAssembler:
                 room = MAX_RECORD_LINES - len(rec.lines)
             else:
                 add_line = add_no = None
+            continued = False
+        if continued:
+            self._bare_ok = True
         return line_no
 
     def feed_text(self, line_no: int, text: str) -> int:

@@ -198,6 +198,23 @@ def test_compiled_loop_reads_edited_real_logs_as_the_python_loop():
             reader.skim = saved
 
 
+@pytest.mark.parametrize("loop", ["compiled", "python"])
+def test_a_line_with_the_records_prefix_lets_unprefixed_lines_continue_it_again(loop, monkeypatch):
+    """Program output between a record's lines stops unprefixed lines from continuing the record,
+    until a line with the record's prefix: then they may again, read line by line or in blocks."""
+    if loop == "python":
+        monkeypatch.setattr(reader, "skim", None)
+    elif reader.skim is None:
+        pytest.skip("the compiled loop is not built here (no C compiler at install)")
+    prefix = _PREFIXES[0]
+    lines = [f"{prefix} Recompiling function forward in /m.py:10", "step 3 loss 0.25",
+             "    - 0/9: output, not the record's", f"{prefix}     triggered by the following guard failure(s):",
+             "    - 0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8"]
+    by_lines, blocks = _everything("\n".join(lines).encode(), by_lines=True), _record_fields(lines)
+    assert blocks == by_lines
+    assert [r[-3] for r in _assembled(lines)[0]] == [[lines[0][len(prefix) + 1:], lines[3][len(prefix) + 1:], lines[4]]]
+
+
 def test_compiled_loop_cuts_long_records_as_the_python_loop(monkeypatch):
     prefix = _PREFIXES[0]
     lines = [f"{prefix} Recompiling function forward in /m.py:10",

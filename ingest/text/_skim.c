@@ -79,6 +79,19 @@ has_char(PyObject *chars, Py_UCS4 c)
     return PyUnicode_FindChar(chars, c, 0, PyUnicode_GET_LENGTH(chars), 1) >= 0;
 }
 
+/* where the line at pos ends: its "\n", or end (-2 on error) */
+static Py_ssize_t
+line_end(PyObject *text, Py_ssize_t pos, Py_ssize_t end)
+{
+    if (PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND) {
+        const char *data = PyUnicode_DATA(text);
+        const char *q = memchr(data + pos, '\n', (size_t)(end - pos));
+        return q ? q - data : end;
+    }
+    Py_ssize_t eol = PyUnicode_FindChar(text, '\n', pos, end, 1);
+    return eol == -1 ? end : eol;
+}
+
 /* the record's parser is not None: a parser wants it (-1 on error) */
 static int
 is_kept(PyObject *rec)
@@ -291,7 +304,7 @@ skim(PyObject *module, PyObject *args)
     Py_ssize_t records = 0;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    Py_ssize_t nstarts = PyTuple_GET_SIZE(r.starts), nfirsts = PyUnicode_GET_LENGTH(r.firsts);
+    Py_ssize_t eol = -1;   /* where the line at pos ends, once found (-1: not yet) */
 
     while (pos < end) {
         /* a run of lines that continue the current record */
@@ -323,29 +336,13 @@ skim(PyObject *module, PyObject *args)
                 room = max_lines - PyList_GET_SIZE(lines);
             }
             while (pos < end) {
-                Py_ssize_t eol;
-                if (kind == PyUnicode_1BYTE_KIND) {
-                    const char *q = memchr((const char *)data + pos, '\n', (size_t)(end - pos));
-                    eol = q ? q - (const char *)data : end;
-                } else {
-                    eol = PyUnicode_FindChar(text, '\n', pos, end, 1);
-                    if (eol == -2)
-                        goto fail_run;
-                    if (eol < 0)
-                        eol = end;
-                }
+                if ((eol = line_end(text, pos, end)) == -2)
+                    goto fail_run;
                 if (!matches_at(text, pos, eol, lp))
+                    break;   /* eol stays the end of the line at pos, found once */
+                if (eol - pos > msg && has_char(r.firsts, PyUnicode_READ(kind, data, pos + msg))
+                        && starts_with_any(text, pos + msg, eol, r.starts))
                     break;
-                if (eol - pos > msg) {
-                    Py_UCS4 c = PyUnicode_READ(kind, data, pos + msg);
-                    if (PyUnicode_FindChar(r.firsts, c, 0, nfirsts, 1) >= 0) {
-                        int starts_record = 0;
-                        for (Py_ssize_t k = 0; k < nstarts && !starts_record; k++)
-                            starts_record = matches_at(text, pos + msg, eol, PyTuple_GET_ITEM(r.starts, k));
-                        if (starts_record)
-                            break;
-                    }
-                }
                 if (keep && n < room) {
                     PyObject *line = PyUnicode_Substring(text, pos + msg < eol ? pos + msg : eol, eol);
                     if (line == NULL)
@@ -384,11 +381,8 @@ skim(PyObject *module, PyObject *args)
         }
     run_done:;
         /* the line at pos does not continue the current record */
-        Py_ssize_t eol = PyUnicode_FindChar(text, '\n', pos, end, 1);
-        if (eol == -2)
+        if (eol < pos && (eol = line_end(text, pos, end)) == -2)
             goto out;
-        if (eol < 0)
-            eol = end;
         if (eol == pos) {   /* an empty line: part of a record that may take unprefixed lines */
             if (bare_ok && last != Py_None) {
                 int kept = is_kept(last);

@@ -115,9 +115,7 @@ _MESSAGES = ["Recompiling function forward in /m.py:10", "    triggered by the f
 
 
 def _record_fields(lines: list[str]):
-    sink = CollectingSink()
-    text_reader.parse_text(io.BytesIO("\n".join(lines).encode()), sink)
-    return {t: list(v) for t, v in sink.rows.items() if v}, sink.errors, sink.metadata
+    return _everything("\n".join(lines).encode(), by_lines=False)
 
 
 def _assembled(lines: list[str]):
@@ -131,6 +129,18 @@ def _assembled(lines: list[str]):
     return fields, errors, asm.records
 
 
+def _both_loops(lines: list[str]):
+    """The rows, errors and assembled records of `lines` read by the compiled loop, then by the
+    Python one (a hypothesis test cannot take pytest's monkeypatch)."""
+    compiled = _record_fields(lines), _assembled(lines)
+    saved = reader.skim
+    try:
+        reader.skim = None
+        return compiled, (_record_fields(lines), _assembled(lines))
+    finally:
+        reader.skim = saved
+
+
 @pytest.mark.skipif(reader.skim is None, reason="the compiled loop is not built here")
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.one_of(
@@ -140,13 +150,8 @@ def _assembled(lines: list[str]):
 @example([_PREFIXES[0] + " Recompiling function forward in /m.py:10", "plain program output", "", "    x"])
 @example(["Recompiling function forward in /m.py:10", "step 3 loss 0.25", "", "\tTAB indented"])
 def test_compiled_loop_reads_as_the_python_loop(lines):
-    compiled = _record_fields(lines), _assembled(lines)
-    saved = reader.skim
-    try:
-        reader.skim = None
-        assert compiled == (_record_fields(lines), _assembled(lines))
-    finally:
-        reader.skim = saved
+    compiled, python = _both_loops(lines)
+    assert compiled == python
 
 
 # What a copy or a hand edit does to a real log's lines: a line repeated, dropped, moved, cut short,
@@ -189,13 +194,8 @@ def test_compiled_loop_reads_edited_real_logs_as_the_python_loop():
     logs = [data.decode("utf-8", "replace").replace("\r", "").replace("\x00", "").split("\n") for _, data in LOGS]
     for _ in range(2000):
         lines = _mutated(rng.choice(logs), rng)
-        compiled = _record_fields(lines), _assembled(lines)
-        saved = reader.skim
-        try:
-            reader.skim = None
-            assert compiled == (_record_fields(lines), _assembled(lines)), "\n".join(lines)
-        finally:
-            reader.skim = saved
+        compiled, python = _both_loops(lines)
+        assert compiled == python, "\n".join(lines)
 
 
 @pytest.mark.parametrize("loop", ["compiled", "python"])
@@ -224,11 +224,7 @@ def test_compiled_loop_cuts_long_records_as_the_python_loop(monkeypatch):
     bare = [line[len(prefix) + 1:] for line in lines] + [""] * 3 + ["    - 0/40: after the empty lines"]
     monkeypatch.setattr(reader, "MAX_RECORD_LINES", 9)
     for log in (lines, bare):
-        compiled = _record_fields(log), _assembled(log)
-        monkeypatch.setattr(reader, "skim", None)
-        python = _record_fields(log), _assembled(log)
-        monkeypatch.undo()
-        monkeypatch.setattr(reader, "MAX_RECORD_LINES", 9)
+        compiled, python = _both_loops(log)
         assert compiled == python
         assert any(e["kind"] == "truncated" for e in python[0][1])
         assert [len(r[-3]) for r in python[1][0]] == [9]

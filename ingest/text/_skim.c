@@ -300,6 +300,11 @@ skim(PyObject *module, PyObject *args)
     int bare_ok = attr_true(assembler, s_bare_ok);
     if (bare_ok < 0)
         goto out;
+    /* whether a parser wants the current record: the same for the whole call, since `last` is only
+     * ever replaced in place by another record no parser wants (next_unkept) */
+    int kept = last == Py_None ? 0 : is_kept(last);
+    if (kept < 0)
+        goto out;
     int bare_ok_was = bare_ok, prefix_changed = 0;
     Py_ssize_t records = 0;
     int kind = PyUnicode_KIND(text);
@@ -309,18 +314,14 @@ skim(PyObject *module, PyObject *args)
     while (pos < end) {
         /* a run of lines that continue the current record */
         if (lp != Py_None) {
-            int keep = 0;
+            int keep = kept;
             PyObject *lines = NULL, *nos = NULL;
             Py_ssize_t room = 0, msg = PyUnicode_GET_LENGTH(lp) + 1, n = 0;
-            if (last != Py_None) {
-                if ((keep = is_kept(last)) < 0)
+            if (keep) {
+                int cut = attr_true(last, s_cut);
+                if (cut < 0)
                     goto out;
-                if (keep) {
-                    int cut = attr_true(last, s_cut);
-                    if (cut < 0)
-                        goto out;
-                    keep = !cut;
-                }
+                keep = !cut;
             }
             if (keep) {
                 if ((lines = PyObject_GetAttr(last, s_lines)) == NULL)
@@ -384,20 +385,12 @@ skim(PyObject *module, PyObject *args)
         if (eol < pos && (eol = line_end(text, pos, end)) == -2)
             goto out;
         if (eol == pos) {   /* an empty line: part of a record that may take unprefixed lines */
-            if (bare_ok && last != Py_None) {
-                int kept = is_kept(last);
-                if (kept < 0 || (kept && add_line(last, text, pos, pos, line_no, max_lines) < 0))
-                    goto out;
-            }
+            if (bare_ok && kept && add_line(last, text, pos, pos, line_no, max_lines) < 0)
+                goto out;
         } else {
             Py_UCS4 c = PyUnicode_READ(kind, data, pos);
             if (has_char(r.levels, c)) {
-                if (last == Py_None)
-                    break;
-                int kept = is_kept(last);
-                if (kept < 0)
-                    goto out;
-                if (kept)
+                if (last == Py_None || kept)
                     break;
                 PyObject *prefix = NULL;
                 int took = next_unkept(assembler, last, text, pos, eol, line_no, &r, &prefix);
@@ -422,8 +415,7 @@ skim(PyObject *module, PyObject *args)
                 if (marked || starts_with_any(text, pos, eol, r.starts))
                     break;   /* a prefix later in the line, or the start of a bare record */
                 if (bare_ok && last != Py_None && starts_with_any(text, pos, eol, r.cont_starts)) {
-                    int kept = is_kept(last);
-                    if (kept < 0 || (kept && add_line(last, text, pos, eol, line_no, max_lines) < 0))
+                    if (kept && add_line(last, text, pos, eol, line_no, max_lines) < 0)
                         goto out;
                 } else {
                     bare_ok = 0;   /* plain program output: ends any unprefixed continuation */

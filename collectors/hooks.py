@@ -9,7 +9,7 @@ patches ``torch.compile`` and ``nn.Module.compile`` once torch is imported), or 
             train_step(batch)
 
 The output is ``timings.json`` in the shape of ``ingest.bundle.TIMINGS_DOC``, written at exit
-(atexit, and on SIGTERM when the program has no handler of its own) to ``$COMPILEWATCH_TIMINGS``.
+(atexit, and on SIGTERM, SIGUSR1 or SIGUSR2 when the program has no handler of its own) to ``$COMPILEWATCH_TIMINGS``.
 
 How a call is timed, and why it is honest and cheap:
 - The first call of a compiled callable (and any later call during which dynamo compiled something,
@@ -775,11 +775,14 @@ def _register_exit():
     _exit_registered = True
     atexit.register(_write_at_exit)
     if threading.current_thread() is threading.main_thread():
-        try:
-            if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-                signal.signal(signal.SIGTERM, _on_sigterm)
-        except (ValueError, OSError):
-            pass
+        # What a scheduler sends: SIGTERM, and SLURM's --signal warnings (USR1/USR2), which end a
+        # program that has no handler of its own without running atexit.
+        for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+            try:
+                if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                    signal.signal(sig, _on_fatal_signal)
+            except (ValueError, OSError):
+                pass
 
 
 def _write_at_exit():
@@ -791,10 +794,10 @@ def _write_at_exit():
         _warn(f"could not write timings: {e}")
 
 
-def _on_sigterm(signum, frame):
+def _on_fatal_signal(signum, frame):
     _write_at_exit()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def _warn(msg):

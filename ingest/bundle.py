@@ -89,7 +89,8 @@ class Manifest:
     files: dict = field(default_factory=dict)  # role -> relative path (or list of paths for trace)
     # Unknown keys, kept verbatim. `compilewatch collect` also writes: device ("cuda:0" | "cpu", from
     # the hooks), cpu_model, world_size (from the hooks' WORLD_SIZE, else 1 + rank files), cpu_count,
-    # platform, git_dirty, hooks, timeout_s, torch_logs_setting.
+    # platform, git_dirty, hooks, timeout_s, torch_logs_setting, and signals_passed_on (names of the
+    # signals passed on to the command, in order) when any reached it.
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:

@@ -58,7 +58,8 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "run"
 
 
-def _default_name(command: list[str], model: str | None) -> str:
+def default_name(command: list[str], model: str | None) -> str:
+    """The bundle folder's name: the model, else the script's name, else the program's."""
     if model:
         return model
     for arg in command:
@@ -209,7 +210,7 @@ def collect(
     env_info = environment(os.getcwd(), python)
     if require_torch and python and env_info.get("torch_installed") is False:
         raise TorchMissingError(f"torch is not installed for {python}")
-    bundle = prepare_bundle_dir(out_dir, _default_name(command, model), run_id)
+    bundle = prepare_bundle_dir(out_dir, default_name(command, model), run_id)
     env = child_env(bundle, logs, hooks, extra_env, pythonpath)
 
     started_at = utc_now()
@@ -230,7 +231,7 @@ def collect(
     extra = dict(manifest_extra or {})
     if stop.passed_on:
         extra["signals_passed_on"] = [signal.Signals(s).name for s in stop.passed_on]
-    manifest = _build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall,
+    manifest = build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall,
                                exit_status, reason, env_info, env, collector, timeout, hooks, extra)
     write_manifest(bundle, manifest)
     result_path = bundle
@@ -366,8 +367,10 @@ def _outcome(rc: int, stop_reason: str | None, passed_on=()) -> tuple[int, str]:
     return exit_status, "crashed"
 
 
-def _build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall, exit_status,
-                    reason, env_info, env, collector, timeout, hooks, manifest_extra) -> Manifest:
+def build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall, exit_status,
+                   reason, env_info, env, collector, timeout, hooks, manifest_extra) -> Manifest:
+    """The manifest of a finished run: what the bundle holds, the run's facts, and the versions and
+    hardware that the hooks' timings.json reported (else those of `env_info`)."""
     timings = _read_timings_env(bundle)
     files: dict = {}
     if (bundle / TORCH_LOGS).is_file():

@@ -351,6 +351,15 @@ def _event_overhead_ms(torch) -> float:
 
 
 # -- the iteration period ----------------------------------------------------------------------
+def mark_trainer_step(trainer_name: str) -> None:
+    """One optimizer step of a trainer (Lightning, Hugging Face): the iteration period then follows
+    the trainer's own steps, whatever optimizers it holds and however it accumulates gradients."""
+    clock = RECORDER.trainer_clock
+    if clock is None:
+        clock = RECORDER.trainer_clock = IterationClock(f"{trainer_name} steps", "trainer_step")
+    clock.mark()
+
+
 class IterationClock:
     """The training-step period a team feels: the time from one iteration mark to the next, so it
     includes forward, backward, the optimizer, data loading and any host work in between, with no
@@ -496,14 +505,17 @@ class Recorder:
         self._written = False
         self.path = os.environ.get(TIMINGS_ENV)
         self.optimizer_clock = None
+        self.trainer_clock = None            # marked by a trainer callback (compilewatch.integrations)
 
     def iteration(self) -> dict | None:
-        """The iteration period: between optimizer steps when the job stepped an optimizer twice or
-        more, else between calls of the outermost compiled callable (the one called most often;
-        the first compiled wins a tie, as a script's model is compiled before its helpers)."""
-        clock = self.optimizer_clock
-        if clock is not None and clock is not _BROKEN and clock.marks >= 2:
-            return clock.to_dict()
+        """The iteration period: between a trainer's optimizer steps when a trainer callback marked
+        them (its own count, gradient accumulation included), else between optimizer steps when the
+        job stepped an optimizer twice or more, else between calls of the outermost compiled
+        callable (the one called most often; the first compiled wins a tie, as a script's model is
+        compiled before its helpers)."""
+        for clock in (self.trainer_clock, self.optimizer_clock):
+            if clock is not None and clock is not _BROKEN and clock.marks >= 2:
+                return clock.to_dict()
         timers = [t for t in self.timers if t.mode == "compiled" and t._gaps]
         if not timers:
             return None
@@ -733,11 +745,13 @@ ORIGINAL_COMPILE = None
 _ITERATION_HANDLE = None
 
 
-def install(torch) -> None:
-    """Patch torch.compile (nn.Module.compile goes through it) so every compiled callable is timed."""
+def install(torch, exit_hooks: bool = True) -> bool:
+    """Patch torch.compile (nn.Module.compile goes through it) so every compiled callable is timed.
+    With exit_hooks, timings.json is written at exit and on SIGTERM/SIGUSR1/SIGUSR2 (the wrapped
+    command's case; an in-process collection writes its own). False when already installed."""
     global ORIGINAL_COMPILE, _ITERATION_HANDLE
     if getattr(torch.compile, "_compilewatch", False):
-        return
+        return False
     if _ITERATION_HANDLE is None:
         try:
             _ITERATION_HANDLE = install_iteration_hook(torch)
@@ -762,7 +776,46 @@ def install(torch) -> None:
     compile.__wrapped__ = orig
     compile._compilewatch = True
     torch.compile = compile
-    _register_exit()
+    if exit_hooks:
+        _register_exit()
+    return True
+
+
+def uninstall(torch) -> None:
+    """Undo install: torch.compile as it was, the optimizer step hook removed. Callables compiled
+    meanwhile stay timed (into the recorder that was current when they were compiled)."""
+    global ORIGINAL_COMPILE, _ITERATION_HANDLE
+    if ORIGINAL_COMPILE is not None and getattr(torch.compile, "_compilewatch", False):
+        torch.compile = ORIGINAL_COMPILE
+    ORIGINAL_COMPILE = None
+    if _ITERATION_HANDLE is not None:
+        _ITERATION_HANDLE.remove()
+        _ITERATION_HANDLE = None
+
+
+def time_compiled_modules(root) -> list:
+    """Time the compiled submodules of `root` (torch.compile'd before any hook was installed:
+    a trainer's model compiled by the script). Returns the modules now timed, for untime."""
+    torch = _torch()
+    optimized = getattr(getattr(getattr(torch, "_dynamo", None), "eval_frame", None), "OptimizedModule", None)
+    if optimized is None or not isinstance(root, torch.nn.Module):
+        return []
+    timed = []
+    for module in root.modules():
+        if isinstance(module, optimized) and not hasattr(module, "_compilewatch_timer"):
+            wrap_compiled(module, _callable_name(module._orig_mod))
+            if hasattr(module, "_compilewatch_timer"):
+                timed.append(module)
+    return timed
+
+
+def untime(modules) -> None:
+    """Give modules timed by wrap_compiled their own class back."""
+    for module in modules:
+        sub = type(module)
+        if sub in _SUBCLASSES.values():
+            object.__setattr__(module, "__class__", sub.__mro__[1])
+            object.__delattr__(module, "_compilewatch_timer")
 
 
 _exit_registered = False

@@ -1,0 +1,10 @@
+"""The command line both jobs take: --version v1|v2, --out DIR (the callback's bundles), --no-callback."""
+import argparse
+
+
+def job_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--version", default="v1")
+    p.add_argument("--out", required=True)
+    p.add_argument("--no-callback", action="store_true")
+    return p.parse_args()

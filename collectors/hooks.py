@@ -504,6 +504,8 @@ class Recorder:
         self._names: dict[str, int] = {}
         self._written = False
         self.path = os.environ.get(TIMINGS_ENV)
+        self.rank = os.environ.get("RANK")   # rank N > 0 writes timings.rankN.json beside the path
+        self.ranks: dict = {}                # rank / world_size a trainer told, over the launcher's
         self.optimizer_clock = None
         self.trainer_clock = None            # marked by a trainer callback (compilewatch.integrations)
 
@@ -564,6 +566,7 @@ class Recorder:
             "env": {"cpu_model": cpu_model()},
         }
         out.update(_rank_env())
+        out.update(self.ranks)
         utils = sys.modules.get("torch._dynamo.utils")
         if utils is not None:
             try:
@@ -602,7 +605,7 @@ class Recorder:
         if not path:
             return None
         data = self.snapshot()
-        rank = os.environ.get("RANK")
+        rank = self.rank
         if rank not in (None, "", "0"):
             root, ext = os.path.splitext(path)
             path = f"{root}.rank{rank}{ext}"

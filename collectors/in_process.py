@@ -69,13 +69,14 @@ class Collection(contextlib.ContextDecorator):
     def __init__(self, model: str | None = None, label: str | None = None, out=DEFAULT_OUT, *,
                  logs=DEFAULT_LOGS, trace: bool = True, hooks: bool = True, archive: bool = False,
                  inbox: str | os.PathLike | None = None, collector: str | None = None,
-                 manifest_extra: dict | None = None, rank: int = 0, join: str | os.PathLike | None = None):
+                 manifest_extra: dict | None = None, rank: int = 0, world_size: int = 1,
+                 join: str | os.PathLike | None = None):
         self._args = dict(model=model, label=label, out=out, logs=logs, trace=trace, hooks=hooks,
                           archive=archive, inbox=inbox, collector=collector, manifest_extra=manifest_extra,
-                          rank=rank, join=join)
+                          rank=rank, world_size=world_size, join=join)
         # A multi-rank job: rank 0 makes the bundle and writes its manifest once every rank has
         # written its own files; the other ranks `join` rank 0's folder (a trainer broadcasts it).
-        self.rank, self.join = rank, join
+        self.rank, self.world_size, self.join = rank, world_size, join
         self.model, self.label, self.out = model, label, out
         self.logs, self.trace, self.hooks = logs, trace, hooks
         self.archive, self.inbox = archive, inbox
@@ -123,7 +124,6 @@ class Collection(contextlib.ContextDecorator):
             self.bundle = Path(self.join)
         else:
             self.bundle = prepare_bundle_dir(self.out, name, self.run_id)
-        timings = TIMINGS if not self.rank else TIMINGS.replace(".json", f".rank{self.rank}.json")
         self.started_at, self._t0 = utc_now(), time.monotonic()
         undo = contextlib.ExitStack()
         try:
@@ -131,7 +131,7 @@ class Collection(contextlib.ContextDecorator):
             if self.trace:
                 undo.enter_context(_structured_trace(self.bundle / TRACE_DIR))
             if self.hooks:
-                undo.enter_context(_timing_hooks(torch, self.bundle / timings))
+                undo.enter_context(_timing_hooks(torch, self.bundle / TIMINGS, self.rank, self.world_size))
             undo.enter_context(_finish_on_signals(self))
             atexit.register(self._at_exit)
             undo.callback(atexit.unregister, self._at_exit)
@@ -290,12 +290,15 @@ def _structured_trace(folder: Path):
 
 
 @contextlib.contextmanager
-def _timing_hooks(torch, path: Path):
+def _timing_hooks(torch, path: Path, rank: int, world_size: int):
     """The wrapper's timing hooks for this process: a recorder of its own writing `path` at the
-    end; torch.compile patched and the optimizer hook registered unless something else did."""
+    end (timings.rankN.json for rank N > 0); torch.compile patched and the optimizer hook
+    registered unless something else did."""
     old_recorder, old_steps = hooks_mod.RECORDER, dict(hooks_mod._step_timers)
     recorder = hooks_mod.RECORDER = hooks_mod.Recorder()
-    recorder.path = str(path)
+    recorder.path, recorder.rank = str(path), str(rank)
+    if world_size > 1:
+        recorder.ranks = {"rank": rank, "world_size": world_size}
     hooks_mod._step_timers.clear()
     installed = hooks_mod.install(torch, exit_hooks=False)
     try:

@@ -55,7 +55,8 @@ class CompileWatchCallback(_pl.Callback):
         rank, world = trainer.global_rank, trainer.world_size
         collection = Collection(self.model or type(pl_module).__name__, self.label or _run_name(trainer), self.out,
                                 collector=f"compilewatch lightning callback {__version__}",
-                                manifest_extra={"trainer": TRAINER_NAME}, rank=rank, **self.collect_kwargs)
+                                manifest_extra={"trainer": TRAINER_NAME}, rank=rank, world_size=world,
+                                **self.collect_kwargs)
         if world > 1:
             folder = trainer.strategy.broadcast(str(collection.start().bundle) if rank == 0 else None, src=0)
             if rank != 0:

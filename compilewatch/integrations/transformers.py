@@ -34,7 +34,8 @@ class CompileWatchCallback(TrainerCallback):
         rank, world = args.process_index, args.world_size
         collection = Collection(self.model or _model_name(model), self.label or args.run_name or None, self.out,
                                 collector=f"compilewatch transformers callback {__version__}",
-                                manifest_extra={"trainer": TRAINER_NAME}, rank=rank, **self.collect_kwargs)
+                                manifest_extra={"trainer": TRAINER_NAME}, rank=rank, world_size=world,
+                                **self.collect_kwargs)
         if world > 1:
             from accelerate.utils import broadcast_object_list
             folder = [str(collection.start().bundle) if rank == 0 else None]

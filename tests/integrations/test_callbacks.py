@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.integrations.trainer_runs import assert_reads_like_wrapped, bundles, check, trainer_runs
+from compilewatch.ingest.loader import ingest_paths
+from compilewatch.store import open_store
+from tests.integrations.trainer_runs import assert_reads_like_wrapped, bundles, check, run_job, trainer_runs
 
 pytestmark = pytest.mark.slow
 
@@ -74,3 +76,24 @@ def test_the_review_judges_the_two_versions(runs):
     assert p.returncode == 1, p.stdout + p.stderr
     worse = {x["metric"] for x in json.loads(p.stdout)["regressions"] if x["model"] == t.model}
     assert "graph_breaks" in worse
+
+
+def test_on_two_lightning_ranks_one_bundle_holds_both(tmp_path):
+    if importlib.util.find_spec("pytorch_lightning") is None:
+        pytest.skip("pytorch_lightning not installed (scripts/setup.sh --dev installs it)")
+    run_job("lightning_job.py", "v1", tmp_path / "out", "--devices", "2")   # DDP on gloo, 2 processes
+    (bundle,) = bundles(tmp_path / "out")
+    m = json.loads((bundle / "manifest.json").read_text())
+    assert m["files"]["timings_ranks"] == ["timings.rank1.json"] and m["world_size"] == 2
+    traces = m["files"]["torch_trace"]
+    assert len(traces) == 2 and {"rank_0_", "rank_1_"} == {t.split("trace_")[1][:7] for t in traces}
+    for rank, name in enumerate(("timings.json", "timings.rank1.json")):
+        timings = json.loads((bundle / name).read_text())
+        assert (timings["rank"], timings["world_size"]) == (rank, 2)
+        (iteration,) = [c for c in timings["callables"] if c["mode"] == "iteration"]
+        assert (iteration["calls"], iteration["source"]) == (TRAINERS["lightning"].steps, "trainer_step")
+    db = tmp_path / "cw.duckdb"
+    assert ingest_paths(open_store(db), [bundle]).ok
+    with open_store(db).read() as con:
+        ranks = con.execute("SELECT DISTINCT rank FROM compiles ORDER BY rank").fetchall()
+    assert ranks == [(0,), (1,)]

@@ -20,10 +20,10 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
 ENV.pop("COMPILEWATCH_BUNDLE", None)
 
 
-def run_job(script: str, version: str, out: Path, *, wrapped: Path | None = None, model: str | None = None):
-    """Run jobs/<script> for `version`, the callback writing under `out`; with `wrapped`, under
-    `compilewatch collect --out wrapped` and with the callback off."""
-    cmd = [PY, str(JOBS / script), "--version", version, "--out", str(out)]
+def run_job(script: str, version: str, out: Path, *extra: str, wrapped: Path | None = None, model: str | None = None):
+    """Run jobs/<script> for `version` (and `extra` arguments), the callback writing under `out`;
+    with `wrapped`, under `compilewatch collect --out wrapped` and with the callback off."""
+    cmd = [PY, str(JOBS / script), "--version", version, "--out", str(out), *extra]
     if wrapped is not None:
         cmd = [PY, "-m", "compilewatch", "collect", "--out", str(wrapped), "--model", model, "--label", version,
                "--", *cmd, "--no-callback"]

@@ -1,6 +1,6 @@
 """A tiny Lightning run on the CPU with a compiled module, for the callback's tests:
 
-    python lightning_job.py --version v1|v2 --out DIR [--no-callback]
+    python lightning_job.py --version v1|v2 --out DIR [--no-callback] [--devices 2]
 
 v2 adds a graph break in the compiled module's forward (the regression the review must find). The
 label is the logger's name (the version); two batches per optimizer step, so the trainer's step
@@ -50,7 +50,8 @@ def main():
     torch.manual_seed(0)
     data = TensorDataset(torch.randn(STEPS * ACCUMULATE * 4, 16), torch.randn(STEPS * ACCUMULATE * 4, 1))
     callbacks = [] if args.no_callback else [CompileWatchCallback(out=args.out)]
-    trainer = pl.Trainer(max_steps=STEPS, accumulate_grad_batches=ACCUMULATE, accelerator="cpu", devices=1,
+    ddp = {"strategy": "ddp", "devices": args.devices} if args.devices > 1 else {"devices": 1}
+    trainer = pl.Trainer(max_steps=STEPS, accumulate_grad_batches=ACCUMULATE, accelerator="cpu", **ddp,
                          logger=CSVLogger(Path(args.out) / "logs", name=args.version), callbacks=callbacks,
                          enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(TinyRegressor(args.version), DataLoader(data, batch_size=4))

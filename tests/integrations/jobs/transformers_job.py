@@ -1,7 +1,7 @@
 """A tiny Hugging Face Trainer run on the CPU: GPT-2 built from a config (one layer, nothing
 downloaded), compiled by the Trainer (`torch_compile=True`), for the callback's tests:
 
-    python transformers_job.py --version v1|v2 --out DIR [--no-callback]
+    python transformers_job.py --version v1|v2 --out DIR [--no-callback]   (one process: --devices is not read)
 
 Both versions break the graph where transformers' loss logs a warning; v2 adds a graph break in the
 first block's MLP (a forward pre-hook, traced by dynamo). The label is

@@ -127,11 +127,14 @@ class Collection(contextlib.ContextDecorator):
         self.started_at, self._t0 = utc_now(), time.monotonic()
         undo = contextlib.ExitStack()
         try:
-            undo.enter_context(_torch_logs(self.setting, self.bundle / TORCH_LOGS))
+            # Each part reaches into torch's logging internals: one that a torch lacks degrades that
+            # part of the bundle only.
+            _optional(undo, "TORCH_LOGS", _torch_logs(self.setting, self.bundle / TORCH_LOGS))
             if self.trace:
-                undo.enter_context(_structured_trace(self.bundle / TRACE_DIR))
+                _optional(undo, "the structured trace", _structured_trace(self.bundle / TRACE_DIR))
             if self.hooks:
-                undo.enter_context(_timing_hooks(torch, self.bundle / TIMINGS, self.rank, self.world_size))
+                _optional(undo, "the timing hooks",
+                          _timing_hooks(torch, self.bundle / TIMINGS, self.rank, self.world_size))
             undo.enter_context(_finish_on_signals(self))
             atexit.register(self._at_exit)
             undo.callback(atexit.unregister, self._at_exit)
@@ -230,6 +233,13 @@ def send_to_inbox(path: Path, inbox: str | os.PathLike) -> Path:
 
 
 # -- what a collection turns on, each with its undo ---------------------------------------------
+def _optional(undo: contextlib.ExitStack, what: str, cm) -> None:
+    try:
+        undo.enter_context(cm)
+    except Exception as e:
+        hooks_mod._warn(f"{what} not collected in this process: {type(e).__name__}: {e}")
+
+
 @contextlib.contextmanager
 def _torch_logs(setting: str, path: Path):
     """TORCH_LOGS as if set at import, and its records also into `path` in torch's glog format."""
@@ -300,8 +310,9 @@ def _timing_hooks(torch, path: Path, rank: int, world_size: int):
     if world_size > 1:
         recorder.ranks = {"rank": rank, "world_size": world_size}
     hooks_mod._step_timers.clear()
-    installed = hooks_mod.install(torch, exit_hooks=False)
+    installed = False
     try:
+        installed = hooks_mod.install(torch, exit_hooks=False)
         yield recorder
     finally:
         try:

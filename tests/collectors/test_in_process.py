@@ -256,3 +256,21 @@ def test_importing_it_needs_neither_torch_nor_streamlit(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "refused: torch is not installed" in proc.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_a_torch_without_the_trace_handler_loses_the_trace_only(tmp_path):
+    # as a torch whose logging internals moved would: that part is said and left out, the rest written
+    code = ("import sys, torch, compilewatch\n"
+            "from torch._logging import _internal\n"
+            "del _internal.LazyTraceHandler\n"
+            "with compilewatch.collect(model='m', out=sys.argv[1]) as c:\n"
+            "    f = torch.compile(lambda x: x.cos(), backend='eager', dynamic=False)\n"
+            "    f(torch.randn(2)); f(torch.randn(3))\n")
+    proc = _run([PY, "-c", code, str(tmp_path / "out")])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "the structured trace not collected in this process: AttributeError" in proc.stderr
+    (bundle,) = (tmp_path / "out").iterdir()
+    m = read_manifest(bundle)
+    assert "torch_trace" not in m.files and m.end_reason == "exited"
+    assert "Recompiling function" in (bundle / "torch_logs.txt").read_text()
+    assert [c["calls"] for c in json.loads((bundle / "timings.json").read_text())["callables"] if c["mode"] == "compiled"] == [2]

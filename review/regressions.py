@@ -287,6 +287,60 @@ def judge_values(model: str, hardware: str, metric: str, subject: str, baseline_
     return Verdict(status, **common, change=change, flagged=flagged, summary=summary, evidence=tuple(evidence))
 
 
+def judge_paired_states(model: str, hardware: str, metric: str, subject: str,
+                        states: dict[str, tuple[list[RunValue], list[RunValue]]], rules: Rules,
+                        unit: str | None = None, direction: str | None = None) -> Verdict:
+    """One verdict over several states of one series (compile-cache states: a version's cold first
+    run and its warm second) when each state leaves too few baseline runs to judge it alone. Each
+    state's candidate median is judged against the baseline median of the same state by the ratio
+    rule; a move that every state makes the same way is flagged, and with no run-to-run spread to
+    measure the noise it is a regression (an improvement) only when every state also moved at least
+    ``paired_min_ratio``, else suspicious. States that disagree, or a move in one state alone, say
+    nothing: one run per side cannot tell it from noise."""
+    m = metric_of(metric)
+    if direction and direction != m.direction:
+        m = Metric(m.name, m.label, m.unit, direction, m.kind)
+    unit = unit if unit is not None else m.unit
+    sides = {st: (Side.of(b), Side.of(c)) for st, (b, c) in states.items()}
+    base = Side.of([r for b, _ in states.values() for r in b])
+    cand = Side.of([r for _, c in states.values() for r in c])
+    common = dict(model=model, hardware=hardware, metric=metric, subject=subject, unit=unit,
+                  direction=m.direction, baseline=base, candidate=cand)
+    ratios = {st: (c.median / b.median if b.median else math.inf) for st, (b, c) in sides.items()}
+    out = {st: _ratio_out(m, rules, c.median, b.median) for st, (b, c) in sides.items()}
+    finite = [r for r in ratios.values() if 0 < r < math.inf]
+    change = (math.exp(sum(math.log(r) for r in finite) / len(finite)) - 1) if len(finite) == len(ratios) else None
+    per_state = "; ".join(f"{st} {fmt(b.median, unit)} → {fmt(c.median, unit)} ({_pct(ratios[st] - 1)})"
+                          for st, (b, c) in sides.items())
+    evidence = [Evidence("paired_states", f"one run a side in each cache state, each judged against the other "
+                                          f"side's run in the same state: {per_state}",
+                         {"states": {st: {"baseline": b.run_ids, "candidate": c.run_ids, "ratio": ratios[st]}
+                                     for st, (b, c) in sides.items()}})]
+    worse = all(w for w, _ in out.values())
+    better = all(b for _, b in out.values())
+    if not (worse or better):
+        return Verdict(UNCHANGED, **common, change=change,
+                       summary=f"{m.label}: the cache states did not all move past the rules ({per_state})",
+                       evidence=tuple(evidence))
+    # how far every state moved (all moved the same way past the rule), as a ratio above 1
+    far = min(max(r, 1 / r) if r > 0 else math.inf for r in ratios.values())
+    strong = far >= rules.paired_min_ratio
+    if worse:
+        status = REGRESSION if strong else SUSPICIOUS
+    else:
+        if not strong:
+            return Verdict(UNCHANGED, **common, change=change, summary=f"{m.label}: within the rules ({per_state})",
+                           evidence=tuple(evidence))
+        status = IMPROVEMENT
+    flagged = tuple(cand.run_ids)
+    what = {REGRESSION: "got worse", SUSPICIOUS: "suspicious", IMPROVEMENT: "got better"}[status]
+    need = ("" if strong else
+            f"; every state must move {rules.paired_min_ratio:g}x to confirm it with one run a side")
+    summary = (f"{m.label}{f' [{subject}]' if subject else ''} {what} in every cache state: {per_state}"
+               f"{need}")
+    return Verdict(status, **common, change=change, flagged=flagged, summary=summary, evidence=tuple(evidence))
+
+
 def _pct(change: float | None) -> str:
     if change is None:
         return "–"

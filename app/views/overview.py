@@ -41,7 +41,9 @@ if kept is not None:
 if verdicts is not None:
     base_f = f.replace(start=prev.start, end=f.end)   # links span both windows
     def links(row) -> dict:
-        out = {"compare": ui.link("compare", base_f, run_id=row.baseline_run, run_b=row.candidate_run)
+        frame = getattr(row, "frame", None)
+        out = {"compare": ui.link("compare", base_f, run_id=row.baseline_run, run_b=row.candidate_run,
+                                  frame=frame if isinstance(frame, str) and frame else None)
                if row.baseline_run and row.candidate_run else None,
                "run": ui.link("run", base_f, run_id=row.candidate_run) if row.candidate_run else None,
                "detail": None}

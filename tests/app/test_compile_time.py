@@ -49,13 +49,20 @@ def _members(bundle: Path):
 
 def _compilation_metrics(bundle: Path):
     """Every compilation_metrics payload of the bundle's TORCH_TRACE files."""
+    for _, env in _envelopes(bundle):
+        if "compilation_metrics" in env:
+            yield env["compilation_metrics"]
+
+
+def _envelopes(bundle: Path):
+    """(trace file, envelope) of every record of the bundle's TORCH_TRACE files."""
     for name, data in _members(bundle):
         if "/trace/" not in name:
             continue
         for line in data.decode().splitlines():
             m = _ENVELOPE.match(line)
-            if m and '"compilation_metrics"' in line:
-                yield json.loads(m.group(1))["compilation_metrics"]
+            if m:
+                yield name, json.loads(m.group(1))
 
 
 def _later_seconds(bundle: Path) -> dict:
@@ -63,20 +70,13 @@ def _later_seconds(bundle: Path) -> dict:
     that frame compile (bwd_compilation_metrics, *_runtime): what its compile time adds to its
     forward's (store/compile_time.py)."""
     out = defaultdict(float)
-    for name, data in _members(bundle):
-        if "/trace/" not in name:
-            continue
-        for line in data.decode().splitlines():
-            m = _ENVELOPE.match(line)
-            if not m:
-                continue
-            env = json.loads(m.group(1))
-            key = (name, env.get("frame_id"), env.get("frame_compile_id"))
-            if "bwd_compilation_metrics" in env:
-                out[key] += env["bwd_compilation_metrics"]["backward_cumulative_compile_time_us"] / 1e6
-            for event in ("compilation_metrics_runtime", "bwd_compilation_metrics_runtime"):
-                if event in env:
-                    out[key] += (env[event].get("runtime_triton_autotune_time_us") or 0) / 1e6
+    for name, env in _envelopes(bundle):
+        key = (name, env.get("frame_id"), env.get("frame_compile_id"))
+        if "bwd_compilation_metrics" in env:
+            out[key] += env["bwd_compilation_metrics"]["backward_cumulative_compile_time_us"] / 1e6
+        for event in ("compilation_metrics_runtime", "bwd_compilation_metrics_runtime"):
+            if event in env:
+                out[key] += (env[event].get("runtime_triton_autotune_time_us") or 0) / 1e6
     return out
 
 
@@ -86,22 +86,15 @@ def _compiles_with_cache_misses(bundle: Path):
     runtime autotuning)."""
     missed, compiles = set(), {}
     later = _later_seconds(bundle)
-    for name, data in _members(bundle):
-        if "/trace/" not in name:
-            continue
-        for line in data.decode().splitlines():
-            m = _ENVELOPE.match(line)
-            if not m:
-                continue
-            env = json.loads(m.group(1))
-            key = (name, env.get("frame_id"), env.get("frame_compile_id"), env.get("attempt") or 0)
-            art = env.get("artifact")
-            if isinstance(art, dict) and art.get("name", "").endswith("_cache_miss"):
-                missed.add(key)
-            cm = env.get("compilation_metrics")
-            if cm and cm.get("co_name"):
-                compiles[key] = (cm["co_name"], f"{cm['co_filename'].rsplit('/', 1)[-1]}:{cm['co_firstlineno']}",
-                                 (cm.get("entire_frame_compile_time_s") or 0) + later.pop(key[:3], 0.0))
+    for name, env in _envelopes(bundle):
+        key = (name, env.get("frame_id"), env.get("frame_compile_id"), env.get("attempt") or 0)
+        art = env.get("artifact")
+        if isinstance(art, dict) and art.get("name", "").endswith("_cache_miss"):
+            missed.add(key)
+        cm = env.get("compilation_metrics")
+        if cm and cm.get("co_name"):
+            compiles[key] = (cm["co_name"], f"{cm['co_filename'].rsplit('/', 1)[-1]}:{cm['co_firstlineno']}",
+                             (cm.get("entire_frame_compile_time_s") or 0) + later.pop(key[:3], 0.0))
     return missed, compiles
 
 

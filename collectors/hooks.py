@@ -118,6 +118,7 @@ class CallTimer:
         self.steps: list[dict] = []
         self.steady: list[float] = []     # all resolved steady durations (ms), also past MAX_STEPS_KEPT
         self.compiles = 0                  # calls during which dynamo compiled something
+        self.first_call_done_s = None      # the process's age when the first call returned
         self.graphs = 0
         self.graph_breaks = 0
         self.sample_every = 1
@@ -209,6 +210,7 @@ class CallTimer:
                 pass
         if n == 0:
             self.first_call_ms = ms
+            self.first_call_done_s = process_age()
         if ms is not None:
             self._add(n, "compile", ms, peak)
 
@@ -467,6 +469,8 @@ class IterationClock:
 
 
 def _on_optimizer_step(optimizer, args, kwargs) -> None:
+    if RECORDER.first_step is None:
+        RECORDER.first_step = (_first_step_age(), "optimizer_step")
     clock = RECORDER.optimizer_clock
     try:
         if clock is None:
@@ -508,6 +512,7 @@ class Recorder:
         self.ranks: dict = {}                # rank / world_size a trainer told, over the launcher's
         self.optimizer_clock = None
         self.trainer_clock = None            # marked by a trainer callback (compilewatch.integrations)
+        self.first_step = None          # (process age in s, "optimizer_step") at the first optimizer step
 
     def iteration(self) -> dict | None:
         """The iteration period: between a trainer's optimizer steps when a trainer callback marked
@@ -523,6 +528,18 @@ class Recorder:
             return None
         best = max(timers, key=lambda t: (t.calls, -self.timers.index(t)))
         return best.iteration_dict()
+
+    def time_to_first_step(self) -> tuple[float | None, str | None]:
+        """Seconds from the process's start to the end of its first completed step, and which step:
+        the first optimizer step ("optimizer_step"), else the first call of the outermost compiled
+        callable, chosen as for the iteration period ("compiled_call")."""
+        if self.first_step is not None and self.first_step[0] is not None:
+            return self.first_step
+        timers = [t for t in self.timers if t.mode == "compiled" and t.first_call_done_s is not None]
+        if not timers:
+            return None, None
+        best = max(timers, key=lambda t: (t.calls, -self.timers.index(t)))
+        return best.first_call_done_s, "compiled_call"
 
     def timer(self, name: str, mode: str, **kw) -> CallTimer:
         k = self._names.get(name, 0)
@@ -551,6 +568,7 @@ class Recorder:
         iteration = self.iteration()
         if iteration is not None:
             callables.append(iteration)
+        first_step_s, first_step_source = self.time_to_first_step()
         out = {
             "format_version": FORMAT_VERSION,
             "callables": callables,
@@ -559,6 +577,9 @@ class Recorder:
             # Wall time of the calls that compiled (first calls and recompiles), as the job felt it.
             "compile_time_s": _round(sum(s["duration_ms"] for c in callables if c.get("mode") == "compiled"
                                          for s in c.get("steps") or () if s.get("phase") == "compile") / 1e3, 4),
+            "time_to_first_step_s": _round(first_step_s, 3),
+            "first_step_source": first_step_source,
+            "process_start_source": _PROCESS_START[1] if first_step_s is not None else None,
             "peak_mem_bytes": None,
             "peak_rss_bytes": _peak_rss_bytes(),
             "device": "cpu",
@@ -617,6 +638,57 @@ class Recorder:
         os.replace(tmp, path)
         self._written = True
         return path
+
+
+def _proc_start():
+    """(seconds since boot at this process's start, CLOCK_BOOTTIME) from /proc/self/stat: the
+    kernel's start time of the process (field 22, clock ticks since boot), which is before the
+    interpreter ran anything; None where there is no /proc."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])   # fields after "(comm)" start at field 3
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except Exception:
+        return None
+
+
+def _psutil_start():
+    try:
+        import psutil
+        return psutil.Process().create_time()
+    except Exception:
+        return None
+
+
+_boot_start = _proc_start()
+_PROCESS_START = ((_boot_start, "proc_stat") if _boot_start is not None and hasattr(time, "CLOCK_BOOTTIME")
+                  else (_psutil_start(), "psutil"))
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (to 10 ms: the kernel counts its start in clock ticks);
+    None where neither /proc nor psutil says when that was."""
+    start, source = _PROCESS_START
+    if start is None:
+        return None
+    try:
+        now = time.clock_gettime(time.CLOCK_BOOTTIME) if source == "proc_stat" else time.time()
+    except Exception:
+        return None
+    return max(now - start, 0.0)
+
+
+def _first_step_age() -> float | None:
+    # The step ends when the device has done its work: one synchronisation, at the first step only,
+    # which compilation dominates anyway.
+    torch = _torch()
+    if _cuda_active(torch):
+        try:
+            torch.cuda.synchronize()
+        except Exception:
+            pass
+    return process_age()
 
 
 def _peak_rss_bytes() -> int | None:

@@ -55,6 +55,12 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
   "dynamo_counters": {"stats": {...}, "graph_break": {...}, ...},
   "compile_phases_s": {"entire_frame_compile": 1.2, "backend_compile": 0.9, ...},
   "compile_time_s": 3.1,              # wall time of the compiled callables' compiling calls (first + recompiles)
+  "time_to_first_step_s": 41.2 | null, # from the process's start to the end of its first completed step:
+                                      # the first optimizer.step() (the device synchronised), else the first
+                                      # call of the compiled callable called most often; null when neither came
+  "first_step_source": "optimizer_step" | "compiled_call" | null,
+  "process_start_source": "proc_stat" | "psutil" | null,   # the process's start: the kernel's start time
+                                      # (/proc/self/stat, to 10 ms) else psutil's create_time
   "peak_mem_bytes": 123 | null,       # CUDA max_memory_allocated; null on the CPU
   "peak_rss_bytes": 123 | null,       # the process's peak resident memory
   "device": "cuda:0" | "cpu",
@@ -62,8 +68,8 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
   "env": {"torch_version", "cuda_version", "triton_version", "gpu_name", "cpu_model"},
   # also written, kept raw, read by nothing in ingest yet: "pid", "compilation_metrics": [...]
 }
-Older files lack "compile_time_s", "peak_rss_bytes", rank keys and the iteration callable; readers
-treat each as absent.
+Older files lack "compile_time_s", "time_to_first_step_s" and its sources, "peak_rss_bytes", rank
+keys and the iteration callable; readers treat each as absent.
 """
 
 

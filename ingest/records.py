@@ -23,6 +23,7 @@ EVENT_TABLES = (
     "guard_failures",
     "limit_hits",
     "compile_phases",
+    "later_compile_metrics",
     "cache_events",
     "cudagraph_events",
     "step_timings",

@@ -67,6 +67,8 @@ def parse_timings(stream, sink) -> None:
         "peak_rss_bytes": _int(data.get("peak_rss_bytes")),
         "iteration_source": iteration.get("source") if iteration else None,
         "iteration_clock": iteration.get("clock") if iteration else None,
+        "time_to_first_step_s": _float(data.get("time_to_first_step_s")),
+        "first_step_source": data.get("first_step_source") if isinstance(data.get("first_step_source"), str) else None,
     })
     if data.get("device"):
         sink.meta("device", data["device"])

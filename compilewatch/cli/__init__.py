@@ -507,11 +507,13 @@ def cmd_compile_time(args) -> int:
                           "runtime_linkage": json.loads(linkage.to_json(orient="records"))}, indent=2))
         return 0
     print(_table([[r.co_name, r.code, f"{r.total_s:.1f}", f"{r.share_pct or 0:.1f}%", r.dominant or "-",
-                   f"{r.tracing_s:.1f}", f"{r.aot_s:.1f}", f"{r.inductor_s:.1f}", f"{r.autotune_s:.1f}",
+                   f"{r.forward_s:.1f}", f"{r.tracing_s:.1f}", f"{r.aot_s:.1f}", f"{r.inductor_s:.1f}",
+                   f"{r.autotune_s:.1f}", f"{r.backward_s:.1f}", f"{r.runtime_autotune_s:.1f}",
                    r.compiles, r.recompiles, r.cache_misses, r.runs, r.torch_versions or "-"]
                   for r in frames.itertuples()],
-                 ["function", "frame", "compile s", "share", "dominant", "tracing", "AOT", "Inductor", "autotune",
-                  "compiles", "recompiles", "cache misses", "runs", "torch"]))
+                 ["function", "frame", "compile s", "share", "dominant", "forward", "tracing", "AOT", "Inductor",
+                  "autotune", "backward", "runtime autotune", "compiles", "recompiles", "cache misses", "runs",
+                  "torch"]))
     print()
 
     def num(v, fmt):

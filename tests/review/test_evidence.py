@@ -186,3 +186,32 @@ def test_older_bundles_ingest_with_no_settings_or_probe(samples_db):
         assert run_settings(con, runs).empty
         assert probe_speed(con, runs[:1], runs[1:]) is None
         assert settings_differ(runs[:1], runs[1:], run_settings(con, runs)) == []
+
+
+FIXTURES = REPO / "tests" / "fixtures" / "evidence"
+V1, V2 = "settings-job-20261128T062242Z-0b2896", "settings-job-20261128T062502Z-137c1b"
+
+
+def _evidence(store) -> tuple:
+    assert ingest_paths(store, [FIXTURES / f"{V1}.tar.gz", FIXTURES / f"{V2}.tar.gz"]).ok
+    with store.read() as con:
+        ids = dict(con.execute("SELECT label, run_id FROM runs").fetchall())
+        frame = run_settings(con, ids.values())
+        changes = settings_differ([ids["v1-tf32"]], [ids["v2-highest"]], frame)
+        probe = probe_speed(con, [ids["v1-tf32"]], [ids["v2-highest"]])
+        metric = con.execute("SELECT count(*) FROM run_metrics WHERE metric = 'host_probe'").fetchone()[0]
+    return frame.sort_values(["run_id", "name"]).reset_index(drop=True), changes, probe, metric
+
+
+def test_a_matmul_precision_change_is_named_on_both_stores(tmp_path, lake_store):
+    """The same two real bundles, read back from the embedded store and from DuckLake."""
+    embedded = _evidence(open_store(tmp_path / "cw.duckdb"))
+    frame, changes, probe, metric = embedded
+    assert [c.name for c in changes] == ["torch.backends.cuda.matmul.allow_tf32",
+                                         "torch.backends.cuda.matmul.fp32_precision",
+                                         "torch.get_float32_matmul_precision()"]
+    assert changes[-1].baseline == ("high",) and changes[-1].candidate == ("highest",)
+    assert sorted(probe.baseline_ms) == [166.8281, 190.5833] and sorted(probe.candidate_ms) == [114.4419, 127.964]
+    assert metric == 2
+    lake = _evidence(lake_store)
+    assert lake[0].equals(frame) and lake[1:] == embedded[1:]

@@ -210,7 +210,11 @@ def collect(
     env = child_env(bundle, logs, hooks, extra_env, pythonpath)
     probing = _Probing(command, python, env, bundle) if (settings.is_on("host_probe") if probe is None else probe) else None
     if probing is not None:
-        probing.before()
+        try:
+            probing.before()
+        except BaseException:   # Ctrl-C before the command started: no bundle, as if never begun
+            shutil.rmtree(bundle, ignore_errors=True)
+            raise
 
     started_at = utc_now()
     t0 = time.monotonic()

@@ -161,3 +161,20 @@ def test_a_collector_asked_to_stop_skips_the_second_probe(tmp_path):
     probe = read_manifest(_bundle(tmp_path)).extra["host_probe"]
     assert probe["before"]["median_ms"] > 0 and probe["device"] == "cpu"
     assert probe["after"] == {"error": "not run: the collector was asked to stop"}
+
+
+def test_settings_are_recorded_where_the_jobs_interpreter_lacks_compilewatch():
+    """sitecustomize loads hooks.py from our tree when the child cannot import compilewatch; the hooks
+    then load job_settings.py beside it the same way."""
+    code = ("import sys, importlib.util\n"
+            "sys.modules['compilewatch'] = None\n"      # any `import compilewatch...` now fails
+            f"spec = importlib.util.spec_from_file_location('compilewatch.collectors.hooks', {str(REPO / 'collectors' / 'hooks.py')!r})\n"
+            "hooks = importlib.util.module_from_spec(spec); sys.modules[spec.name] = hooks; spec.loader.exec_module(hooks)\n"
+            "import json, torch\n"
+            "torch.set_num_threads(1)\n"
+            "print(json.dumps(hooks.RECORDER.snapshot()['settings']))\n")
+    proc = subprocess.run([PY, "-c", code], env=ENV, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    settings = json.loads(proc.stdout.splitlines()[-1])
+    assert settings["torch.get_num_threads()"] == {"value": "1", "source": "torch"}
+    assert settings["OMP_NUM_THREADS"] == {"value": "1", "source": "env"}

@@ -34,9 +34,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from compilewatch.collectors import host_probe
 from compilewatch.collectors.env import environment, looks_like_python, utc_now
 from compilewatch.collectors.torch_logs import DEFAULT_LOGS
 from compilewatch.collectors.version import __version__
+from compilewatch.core import settings
 from compilewatch.core.errors import CommandNotFoundError, OutputNotWritableError, TorchMissingError
 from compilewatch.ingest.bundle import TIMINGS, TORCH_LOGS, TRACE_DIR, Manifest, write_manifest
 
@@ -201,9 +203,12 @@ def collect(
     manifest_extra: dict | None = None,
     require_torch: bool = True,
     pythonpath=(),
+    probe: bool | None = None,
 ) -> CollectResult:
     """Run `command` and write a bundle under `out_dir`. Raises CollectError subclasses for what
-    stops a run from starting; once the command has started, a bundle is always written."""
+    stops a run from starting; once the command has started, a bundle is always written.
+    `probe`: time the host probe (collectors/host_probe.py) before and after the command; None
+    follows the host_probe setting."""
     command = [str(c) for c in command]
     run_id = uuid.uuid4().hex
     python = _check_command(command, os.environ)
@@ -212,6 +217,13 @@ def collect(
         raise TorchMissingError(f"torch is not installed for {python}")
     bundle = prepare_bundle_dir(out_dir, default_name(command, model), run_id)
     env = child_env(bundle, logs, hooks, extra_env, pythonpath)
+    probing = _Probing(command, python, env, bundle) if (settings.is_on("host_probe") if probe is None else probe) else None
+    if probing is not None:
+        try:
+            probing.before()
+        except BaseException:   # Ctrl-C before the command started: no bundle, as if never begun
+            shutil.rmtree(bundle, ignore_errors=True)
+            raise
 
     started_at = utc_now()
     t0 = time.monotonic()
@@ -227,6 +239,10 @@ def collect(
     exit_status, reason = _outcome(proc.returncode, stop.reason, stop.passed_on)
     ended_at = utc_now()
     wall = round(time.monotonic() - t0, 3)
+    if probing is not None:
+        # Ctrl-C or SIGTERM asked the collector to stop: write the bundle now, not after a probe
+        probing.after(skip="the collector was asked to stop" if stop.signal is not None else None)
+        manifest_extra = {**(manifest_extra or {}), "host_probe": probing.record()}
 
     extra = dict(manifest_extra or {})
     if stop.passed_on:
@@ -238,6 +254,49 @@ def collect(
     if archive:
         result_path = archive_bundle(bundle)
     return CollectResult(result_path, exit_status, reason, manifest, stop.signal)
+
+
+class _Probing:
+    """The host probe around one job: before it, after it, on the same device both times."""
+
+    def __init__(self, command: list[str], python: str | None, env: dict, bundle: Path):
+        self.python = python or _script_python(command, env) or sys.executable
+        self.env = host_probe.probe_env(env, str(INJECT_DIR))
+        self.cwd = str(bundle)
+        self.probes: dict = {}
+
+    def before(self) -> None:
+        self.probes["before"] = host_probe.run_probe(self.python, self.env, self.cwd)
+
+    def after(self, skip: str | None = None) -> None:
+        if skip:
+            self.probes["after"] = {"error": f"not run: {skip}"}
+            return
+        device = self.probes.get("before", {}).get("device")
+        self.probes["after"] = host_probe.run_probe(self.python, self.env, self.cwd, device=device)
+
+    def record(self) -> dict:
+        """The manifest's "host_probe" (ingest/bundle.py)."""
+        timed = [p for p in self.probes.values() if "median_ms" in p]
+        return {"device": timed[0]["device"] if timed else None, "python": self.python, **self.probes}
+
+
+def _script_python(command: list[str], env: dict) -> str | None:
+    """The interpreter of a Python console script (torchrun, accelerate, ...) from its #! line."""
+    exe = command[0] if os.sep in command[0] else shutil.which(command[0], path=env.get("PATH"))
+    try:
+        with open(exe, "rb") as f:
+            first = f.readline(512)
+    except (OSError, TypeError):
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = words[1:]
+    if words and looks_like_python(words[0]):
+        return looks_like_python(words[0])
+    return None
 
 
 def _start(command: list[str], env: dict, bundle: Path, log) -> subprocess.Popen:

@@ -602,6 +602,11 @@ class Recorder:
                 out["compilation_metrics"] = _frame_metrics(utils)
             except Exception:
                 pass
+        try:
+            # at the end of the job: a script may change them while it runs
+            out["settings"] = _job_settings().job_settings(torch)
+        except Exception as e:  # timing must never break the job
+            _warn(f"settings not recorded: {e}")
         if torch is not None:
             env = out["env"]
             env["torch_version"] = getattr(torch, "__version__", None)
@@ -689,6 +694,22 @@ def _first_step_age() -> float | None:
         except Exception:
             pass
     return process_age()
+
+
+def _job_settings():
+    """collectors/job_settings.py, also where the job's interpreter lacks compilewatch and
+    sitecustomize loaded this file from our tree."""
+    try:
+        from compilewatch.collectors import job_settings
+        return job_settings
+    except ImportError:
+        import importlib.util
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "job_settings.py")
+        spec = importlib.util.spec_from_file_location("compilewatch.collectors.job_settings", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[spec.name] = mod
+        return mod
 
 
 def _peak_rss_bytes() -> int | None:

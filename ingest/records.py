@@ -30,6 +30,8 @@ EVENT_TABLES = (
     "timing_summaries",
     "bench_results",
     "artifacts",
+    "run_settings",
+    "host_probes",
 )
 
 def moved_line(line_no: int, offset: int) -> int:

@@ -35,6 +35,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("limit_hits", "Recompile-limit hits", "count", "lower", "count"),
     Metric("failures", "Failed compiles", "count", "lower", "count"),
     Metric("cache_hit_rate", "Compile-cache hit rate", "ratio", "higher", "info"),
+    # the machine's speed, not the code's: evidence for the timings' verdicts (review/evidence.py)
+    Metric("host_probe", "Host probe (fixed workload, before and after the job)", "ms", "lower", "info"),
     Metric("cudagraph_skips", "CUDA-graph skips", "count", "lower", "count"),
 )}
 

@@ -36,13 +36,14 @@ BACKFILLS = {
     "014_month_rollups.sql": (partial(refresh_month_rollups, tables=("rollup_month_guard_failures",
                                                                      "rollup_month_recompiles",
                                                                      "rollup_month_graph_breaks")),),
-    # run metrics and compile time read later_compile_metrics and the columns 018 adds (their
-    # backfills moved here from 007, 009, 010 and 014); stored runs count their backward and
-    # runtime autotuning once `compilewatch reingest` has parsed them (parser version 8)
-    "018_compile_total.sql": (refresh_run_metrics,
-                              partial(refresh_rollups, tables=("rollup_compile_time", "rollup_run_totals")),
+    # compile time reads later_compile_metrics and the columns 018 adds (its backfills moved here
+    # from 009, 010 and 014); stored runs count their backward and runtime autotuning once
+    # `compilewatch reingest` has parsed them (parser version 8)
+    "018_compile_total.sql": (partial(refresh_rollups, tables=("rollup_compile_time", "rollup_run_totals")),
                               partial(refresh_day_rollups, tables=("rollup_day_compile_time",)),
                               partial(refresh_month_rollups, tables=("rollup_month_compile_time",))),
+    # run_metrics reads later_compile_metrics (018) and host_probes (019): its backfill runs once both are there
+    "019_run_settings.sql": (refresh_run_metrics,),
 }
 
 

@@ -24,7 +24,7 @@ class Metric:
     name: str
     unit: str          # x | ms | s | bytes | count | ratio
     direction: str     # higher | lower: which way is better
-    source: str        # bench | hooks | logs
+    source: str        # bench | hooks | logs | probe
     what: str
 
 
@@ -40,6 +40,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("hook_compile_time", "s", "lower", "hooks", "wall time of the calls that compiled, first calls and recompiles (slowest rank)"),
     Metric("time_to_first_step", "s", "lower", "hooks", "from the process's start to the end of its first optimizer step (else of the first call of the outermost compiled callable); slowest rank"),
     Metric("peak_memory", "bytes", "lower", "hooks", "device peak (CUDA max_memory_allocated) on GPUs, peak resident memory of the process on the CPU; largest rank"),
+    # from the manifest's host probe (collectors/host_probe.py)
+    Metric("host_probe", "ms", "lower", "probe", "median of the host probe's times before and after the job (a fixed workload the job cannot change); spread is the difference between the two"),
     # from TORCH_TRACE / TORCH_LOGS
     Metric("graph_breaks", "count", "lower", "logs", "graph-break reports or records"),
     Metric("distinct_graph_breaks", "count", "lower", "logs", "distinct graph-break keys"),
@@ -78,6 +80,8 @@ _PARTS = (
            UNION ALL
            SELECT run_id, peak_mem_bytes FROM step_timings WHERE {flt} AND peak_mem_bytes IS NOT NULL)
        WHERE b IS NOT NULL GROUP BY run_id""",
+    """SELECT run_id, 'host_probe', '', median(median_ms), count(*), max(median_ms) - min(median_ms)
+       FROM host_probes WHERE {flt} AND median_ms IS NOT NULL GROUP BY run_id""",
     # Log metrics only for runs that have a log with events (a bench-only run has no 0 graph breaks).
     """SELECT l.run_id, m.metric, '', m.value, m.n, NULL FROM (
            SELECT run_id FROM files WHERE {flt} AND kind IN ('torch_trace', 'torch_logs') GROUP BY run_id) l

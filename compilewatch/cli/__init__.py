@@ -645,6 +645,8 @@ def _collector_failed(e: CompileWatchError) -> int:
              help="stop CMD after S seconds (SIGTERM, then SIGKILL); the bundle says end_reason=timeout"),
          arg("--archive", action="store_true", help="write <bundle>.tar.gz instead of a folder"),
          arg("--no-hooks", action="store_true", help="don't inject the timing hooks (logs and trace only)"),
+         arg("--no-probe", action="store_true",
+             help="don't time the host probe before and after CMD (env COMPILEWATCH_HOST_PROBE=0)"),
          arg("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS..."),
          description="Run CMD with TORCH_LOGS and TORCH_TRACE pointed into a new bundle, timing every "
                      "torch.compile'd callable, and write the bundle however CMD ends. Exits with CMD's status.")
@@ -658,7 +660,8 @@ def cmd_collect(args) -> int:
         return 2
     try:
         result = collect(command, args.out, model=args.model, label=args.label, logs=args.logs,
-                         timeout=args.timeout, archive=args.archive, hooks=not args.no_hooks)
+                         timeout=args.timeout, archive=args.archive, hooks=not args.no_hooks,
+                         probe=False if args.no_probe else None)
     except CompileWatchError as e:
         return _collector_failed(e)
     print(f"compilewatch: {result.end_reason} (exit status {result.exit_status}); bundle: {result.bundle}",

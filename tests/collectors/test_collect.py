@@ -23,8 +23,9 @@ from compilewatch.ingest.records import CollectingSink
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
-# One thread: OpenMP spin-waiting on a shared 2-core box makes CPU timings meaningless.
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+# One thread: OpenMP spin-waiting on a shared 2-core box makes CPU timings meaningless. No host
+# probe: two more torch imports per bundle, and tests/collectors/test_host_evidence.py covers it.
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "COMPILEWATCH_HOST_PROBE": "0"}
 
 JOB = """
 import torch
@@ -286,7 +287,7 @@ def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path):
     from compilewatch.collectors.collect import collect
 
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
-    res = collect([PY, "-c", code], tmp_path, timeout=0.5, grace_s=0.5, tee=False, hooks=False)
+    res = collect([PY, "-c", code], tmp_path, timeout=0.5, grace_s=0.5, tee=False, hooks=False, probe=False)
     assert res.end_reason == "timeout" and res.exit_status == 128 + signal.SIGKILL
     assert (res.bundle / "manifest.json").is_file()
 
@@ -360,5 +361,5 @@ def test_existing_sitecustomize_still_runs(tmp_path):
 
     # theirs is on the path behind ours: ours runs (the child sees it as sitecustomize), then chains
     res = collect([PY, "-c", "import sys; assert 'compilewatch' in sys.modules['sitecustomize'].__doc__"], tmp_path / "out2",
-                  pythonpath=[str(theirs)], tee=False)
+                  pythonpath=[str(theirs)], tee=False, probe=False)
     assert res.exit_status == 0 and marker.read_text() == "ran"

@@ -39,7 +39,8 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
      "steps": [{"step": 0, "phase": "compile" | "warmup" | "steady",
                 "duration_ms": 12.3, "peak_mem_bytes": 123 | null}],
      "recompiles": 2, "graphs": 3, "graph_breaks": 1,
-     "calls": 120, "sample_every": 1, "steady_median_ms": 12.1, "steady_iqr_ms": 0.4, "steady_samples": 110}
+     "calls": 120, "sample_every": 1, "steady_median_ms": 12.1, "steady_iqr_ms": 0.4, "steady_samples": 110,
+     "replayed_calls": 117 | null}    # calls during which a CUDA graph was replayed; null: not watched
   ],
   # At most one callable has mode "iteration": the iteration period, the training-step time the job
   # felt. Its steps are the intervals between consecutive iteration marks ("step" n is the interval
@@ -50,7 +51,10 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
   #           | "compiled_call"    no optimizer stepped: marks are the call starts of the compiled
   #                                callable called most often, name e.g. "Model.forward calls"
   #   "clock":  "cuda_event" (device time between marks) | "host" (perf_counter)
-  "dynamo_counters": {"stats": {...}, "graph_break": {...}, ...},
+  "dynamo_counters": {"stats": {...}, "graph_break": {...}, ...},   # the CUDA-graph ones are read:
+                                      # inductor.cudagraph_skips, inductor.cudagraph_partitions
+  "cudagraphs": {"recordings": 3, "replays": 594} | null,   # the CUDA-graph tree manager's calls
+                                      # (mode="reduce-overhead"); null where no compile used it
   "compile_phases_s": {"entire_frame_compile": 1.2, "backend_compile": 0.9, ...},
   "compile_time_s": 3.1,              # wall time of the compiled callables' compiling calls (first + recompiles)
   "peak_mem_bytes": 123 | null,       # CUDA max_memory_allocated; null on the CPU
@@ -60,8 +64,8 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
   "env": {"torch_version", "cuda_version", "triton_version", "gpu_name", "cpu_model"},
   # also written, kept raw, read by nothing in ingest yet: "pid", "compilation_metrics": [...]
 }
-Older files lack "compile_time_s", "peak_rss_bytes", rank keys and the iteration callable; readers
-treat each as absent.
+Older files lack "compile_time_s", "peak_rss_bytes", rank keys, the iteration callable and
+"cudagraphs" / "replayed_calls"; readers treat each as absent.
 """
 
 

@@ -19,6 +19,13 @@ def _float(value):
         return None
 
 
+def _inductor_counters(data: dict) -> dict:
+    """dynamo_counters["inductor"]: where torch counts CUDA-graph skips and partitions."""
+    counters = data.get("dynamo_counters")
+    inductor = counters.get("inductor") if isinstance(counters, dict) else None
+    return inductor if isinstance(inductor, dict) else {}
+
+
 def parse_timings(stream, sink) -> None:
     try:
         data = json.loads(stream.read().decode("utf-8", errors="replace"))
@@ -56,6 +63,10 @@ def parse_timings(stream, sink) -> None:
             except (KeyError, TypeError, ValueError, OverflowError) as e:
                 sink.error(1, "payload", f"step entry of {c.get('name')!r} lacks {e}", str(s)[:200])
     env = data.get("env") if isinstance(data.get("env"), dict) else {}
+    counters = _inductor_counters(data)
+    cudagraphs = data.get("cudagraphs") if isinstance(data.get("cudagraphs"), dict) else {}
+    compiled = [c for c in callables if isinstance(c, dict) and c.get("mode") == "compiled"]
+    replayed = [_int(c.get("replayed_calls")) for c in compiled]
     sink.row("timing_summaries", {
         "rank": rank,
         "world_size": _int(data.get("world_size")),
@@ -67,6 +78,13 @@ def parse_timings(stream, sink) -> None:
         "peak_rss_bytes": _int(data.get("peak_rss_bytes")),
         "iteration_source": iteration.get("source") if iteration else None,
         "iteration_clock": iteration.get("clock") if iteration else None,
+        "cudagraph_skips": _int(counters.get("cudagraph_skips")),
+        "cudagraph_partitions": _int(counters.get("cudagraph_partitions")),
+        "cudagraph_recordings": _int(cudagraphs.get("recordings")),
+        "cudagraph_replays": _int(cudagraphs.get("replays")),
+        "compiled_calls": sum(_int(c.get("calls")) or 0 for c in compiled),
+        # only where the hooks watched CUDA graphs: elsewhere "none replayed" would be a guess
+        "replayed_calls": sum(r for r in replayed if r is not None) if any(r is not None for r in replayed) else None,
     })
     if data.get("device"):
         sink.meta("device", data["device"])

@@ -25,7 +25,7 @@ from compilewatch.store.run_metrics import refresh_run_metrics
 # in that migration's transaction: a store migrated from further back gets each once, in order (an
 # earlier backfill would read tables not created yet).
 BACKFILLS = {
-    "007_cudagraphs.sql": (refresh_hardware, refresh_run_metrics),
+    "007_cudagraphs.sql": (refresh_hardware,),
     "009_rollups_review.sql": (partial(refresh_rollups, tables=("rollup_graph_breaks", "rollup_recompiles",
                                                                 "rollup_guard_failures", "rollup_limit_hits",
                                                                 "rollup_compile_time")),),
@@ -35,6 +35,8 @@ BACKFILLS = {
     "012_run_totals.sql": (partial(refresh_rollups, tables=("rollup_run_totals",)),),
     "013_step_rollup.sql": (partial(refresh_rollups, tables=("rollup_steps",)),),
     "014_month_rollups.sql": (refresh_month_rollups,),
+    # run_metrics reads timing_summaries' CUDA-graph columns since 023
+    "023_cudagraph_coverage.sql": (refresh_run_metrics,),
 }
 
 

@@ -107,13 +107,13 @@ def _watch_cudagraphs() -> None:
     global _cudagraphs_watched
     mod = sys.modules.get("torch._inductor.cudagraph_trees")
     manager = getattr(mod, "CUDAGraphTreeManager", None)
-    if _cudagraphs_watched or manager is None:
+    names = ("record_function", "execute_node")
+    # a torch that renamed either is not watched: a count of nothing would read as "no replays"
+    if _cudagraphs_watched or manager is None or not all(callable(getattr(manager, n, None)) for n in names):
         return
     _cudagraphs_watched = True
-    for name, slot in (("record_function", 0), ("execute_node", 1)):
-        original = getattr(manager, name, None)
-        if original is None:
-            continue
+    for slot, name in enumerate(names):
+        original = getattr(manager, name)
 
         def counted(self, *args, _original=original, _slot=slot, **kwargs):
             _CUDAGRAPH[_slot] += 1

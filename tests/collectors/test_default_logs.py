@@ -2,7 +2,7 @@
 collected with it on the CPU (sample_logs/scripts/cudagraphs/coverage_job.py --version skip, no
 --logs flag) stores a CUDA-graph coverage of zero without an error: on the CPU torch skips CUDA
 graphs silently, counting the skip (timings.json) without a reason in the log. The GPU bundles of
-the same job are read by tests/ingest/test_cudagraph_defaults_gpu.py."""
+the same job are read by tests/app/test_cudagraph_defaults_gpu.py."""
 from __future__ import annotations
 
 import json

@@ -19,6 +19,12 @@ new/previous ratio and the load average:
 
 On the CPU CUDA graphs are not used, so the new component logs nothing there; on a GPU
 (`--device cuda`, the default where torch sees one) it logs each recording, partition and skip.
+
+    .venv/bin/python benchmarks/bench_default_logs.py --bundles sample_logs/gpu-h100-torch2.11-cudagraphs
+
+reads bundles already collected with the `cudagraphs` component instead (no job is run): per
+bundle, its torch_logs.txt's bytes and lines, and the share of them the `cudagraphs` component
+wrote, i.e. what the log would have been under the previous default.
 """
 from __future__ import annotations
 
@@ -78,6 +84,34 @@ def one_run(py: str, logs: str | None, args, scratch: Path) -> dict:
             "gpu": (timings.get("env") or {}).get("gpu_name"), "torch": (timings.get("env") or {}).get("torch_version")}
 
 
+def from_bundles(paths: list[Path]) -> None:
+    """The `cudagraphs` lines' share of the text logs of bundles collected with that component."""
+    import tarfile
+    archives = sorted(p for path in paths for p in ([path] if path.is_file() else path.rglob("*.tar.gz")))
+    total = cg_total = bundles = 0
+    for a in archives:
+        with tarfile.open(a) as tar:
+            m = next((m for m in tar.getmembers() if m.name.endswith("/torch_logs.txt")), None)
+            man = next((m for m in tar.getmembers() if m.name.endswith("/manifest.json")), None)
+            if m is None or man is None:
+                continue
+            setting = json.loads(tar.extractfile(man).read()).get("torch_logs_setting") or ""
+            if "cudagraphs" not in setting.split(","):
+                continue
+            lines = tar.extractfile(m).read().splitlines(keepends=True)
+            bundle = sum(x.size for x in tar.getmembers() if x.isfile())
+        cg = sum(len(ln) for ln in lines if b"[__cudagraphs]" in ln)
+        size = sum(len(ln) for ln in lines)
+        total, cg_total, bundles = total + size, cg_total + cg, bundles + bundle
+        print(f"{a.name}: log {size:,} B, {len(lines):,} lines; cudagraphs {cg:,} B "
+              f"({sum(b'[__cudagraphs]' in ln for ln in lines):,} lines): {100 * cg / max(size, 1):.0f}% of the log, "
+              f"{100 * cg / bundle:.2f}% of the bundle's {bundle:,} B unpacked; without it {size - cg:,} B")
+    if total:
+        print(f"all: logs {total:,} B, of which cudagraphs {cg_total:,} B ({100 * cg_total / total:.0f}%): "
+              f"x{total / max(total - cg_total, 1):.2f} the previous default's log, "
+              f"{100 * cg_total / bundles:.2f}% of the bundles' {bundles:,} B")
+
+
 def _median(rows, key):
     vals = [r[key] for r in rows if r[key] is not None]
     return statistics.median(vals) if vals else None
@@ -92,7 +126,12 @@ def main() -> None:
     ap.add_argument("--python", default=sys.executable, help="the python with torch and compilewatch")
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--json", type=Path, help="also write every run's figures here")
+    ap.add_argument("--bundles", type=Path, nargs="+", help="read these bundles (or folders of .tar.gz) "
+                    "collected with the cudagraphs component instead of running the job")
     args = ap.parse_args()
+    if args.bundles:
+        from_bundles(args.bundles)
+        return
     args.device = _device(args.device)
     args.steps = args.steps or (200 if args.device == "cuda" else 20)
     runs = {"previous": [], "default": []}
@@ -115,8 +154,10 @@ def main() -> None:
         prev, new = _median(runs["previous"], key), _median(runs["default"], key)
         ratio = new / prev if prev and new is not None else None
         summary[key] = {"previous": prev, "default": new, "ratio": ratio}
-        print(f"  {key:<17} previous {prev if prev is not None else '-':>10} {unit:<2}  default "
-              f"{new if new is not None else '-':>10} {unit:<2}  " + (f"x{ratio:.3f}" if ratio else ""))
+        def show(v):
+            return f"{v:>10,.4g}" if v is not None else f"{'-':>10}"
+        print(f"  {key:<17} previous {show(prev)} {unit:<2}  default {show(new)} {unit:<2}  "
+              + (f"x{ratio:.3f}" if ratio else ""))
     loads = [r["load"] for rs in runs.values() for r in rs]
     print(f"  load average {min(loads)}-{max(loads)}")
     if args.json:

@@ -31,9 +31,9 @@ export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 } 2>&1 | tee -a "$LOG"
 JOB="$REPO/sample_logs/scripts/evidence/settings_job.py"
 
-collect() {   # collect LABEL VERSION
-  $PY -m compilewatch collect --model settings-job --label "$1" --out "$W/bundles" -- \
-      $PY "$JOB" --version "$2" --steps "$STEPS" $JOB_ARGS 2>&1 | grep -v -E '^[VIW][0-9]{4} ' | tail -3 | tee -a "$LOG"
+collect() {   # collect LABEL VERSION (from outside the tree: its compilewatch/ folder would shadow the installed package)
+  (cd "$W" && $PY -m compilewatch collect --model settings-job --label "$1" --out "$W/bundles" -- \
+      $PY "$JOB" --version "$2" --steps "$STEPS" $JOB_ARGS) 2>&1 | grep -v -E '^[VIW][0-9]{4} ' | tail -3 | tee -a "$LOG"
 }
 
 for i in $(seq "$RUNS"); do collect v1-tf32 tf32; done

@@ -35,6 +35,9 @@ BACKFILLS = {
     "012_run_totals.sql": (partial(refresh_rollups, tables=("rollup_run_totals",)),),
     "013_step_rollup.sql": (partial(refresh_rollups, tables=("rollup_steps",)),),
     "014_month_rollups.sql": (refresh_month_rollups,),
+    # fingerprints come from the parser: until `compilewatch reingest` a stored run's frames are listed
+    # with no parts (rollups.py), which the review reads as "not known", never as "changed"
+    "020_frame_fingerprints.sql": (partial(refresh_rollups, tables=("rollup_frame_fingerprints",)),),
 }
 
 

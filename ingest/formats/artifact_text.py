@@ -27,8 +27,10 @@ PARTS = {
 GUARD_TREE = "dynamo_cpp_guards_str"
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-_BIG_NUMBER = re.compile(r"(?<![\w.])\d{7,}(?![\w.])")        # ids, ___check_obj_id(x, 140400820326048)
-_NUMBERED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*?)_\d+\b")   # h_1, linear_2, cpp_fused_relu_0
+# ASCII classes: what they match in generated code is ASCII, and they run in two thirds of the time
+# of Unicode ones (these two are most of a fingerprint's cost, which every ingest pays)
+_BIG_NUMBER = re.compile(r"(?<![\w.])\d{7,}(?![\w.])", re.A)        # ids, ___check_obj_id(x, 140400820326048)
+_NUMBERED = re.compile(r"\b([A-Za-z_]\w*)_\d+\b", re.A)             # h_1, linear_2, cpp_fused_relu_0
 _FILE_COMMENT = re.compile(r"(# File: )(\S+?)(:\d+)")
 # Inductor names a kernel's file by its source's hash, in the run's cache folder: the folder differs
 # between runs (and a warm run names the cold run's), the name does not

@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pandas as pd
 
-from compilewatch.deepdive.diff import diff_runs
+from compilewatch.deepdive.diff import diff_runs, match
 from compilewatch.ingest.formats.artifact_text import guard_source, tensor_guard
 from compilewatch.review.series import df
 from compilewatch.store.run_filter import runs_match, runs_param
@@ -61,7 +62,7 @@ class FrameChange:
 class GraphComparison:
     same: bool | None                  # None: a side has no run with fingerprints to compare
     changed: list[FrameChange]         # busiest first (compile time, then compiles)
-    frames: int = 0                    # frames compared
+    frames: int = 0                    # frames compared (a pair of frames counts once)
     unknown_runs: list[str] = field(default_factory=list)   # runs without fingerprints (stored before them)
 
     @property
@@ -73,12 +74,30 @@ def _key(row) -> Frame:
     return (row["co_name"], row["co_file"], None if pd.isna(row["co_firstlineno"]) else int(row["co_firstlineno"]))
 
 
+def _sides(rows: pd.DataFrame, run_ids: set[str]) -> dict[Frame, dict]:
+    """Per frame of one side's runs: the fingerprints its runs logged per part, its most compiles in
+    a run, and its compile time per run."""
+    out: dict[Frame, dict] = {}
+    for row in rows[rows["run_id"].isin(run_ids)].to_dict("records"):
+        f = out.setdefault(_key(row), {"values": {p: set() for p in PARTS}, "compiles": 0, "time": {}})
+        f["compiles"] = max(f["compiles"], int(row["compiles"] or 0))
+        f["time"][row["run_id"]] = float(row["compile_s"] or 0)
+        for p in PARTS:
+            v = row[f"{p}_fp"]
+            if v is not None and not pd.isna(v):
+                f["values"][p].add(v)
+    return out
+
+
 def compare_graphs(frames: pd.DataFrame, base_ids, cand_ids) -> GraphComparison:
     """Whether the runs ``cand_ids`` compiled what the runs ``base_ids`` compiled, from the rows of
-    ``frame_fingerprints``. A frame is the same when, part by part, the fingerprints the runs of one
-    side logged are those the other side's runs logged; a frame compiled on one side only is a change.
-    Runs with no fingerprint at all (stored before fingerprints, or with no trace) are left out and
-    listed; ``same`` is None when that leaves a side with none."""
+    ``frame_fingerprints``. Frames are paired as `compilewatch diff` pairs them (the same frame, else
+    the same function in the same file: an edit above it moved its first line, else the same
+    function). A pair is the same when, part by part, the fingerprints the runs of one side logged
+    are those the other side's runs logged; a frame compiled on one side only is a change. Runs with
+    no fingerprint at all (stored before fingerprints, or with no trace) are left out and listed;
+    ``same`` is None when that leaves a side with none. A changed frame is named as the candidate
+    has it (the baseline's when only the baseline compiled it)."""
     base_ids, cand_ids = set(base_ids), set(cand_ids)
     rows = frames[frames["run_id"].isin(base_ids | cand_ids)]
     part_cols = [f"{p}_fp" for p in PARTS]
@@ -86,30 +105,31 @@ def compare_graphs(frames: pd.DataFrame, base_ids, cand_ids) -> GraphComparison:
     unknown = sorted((base_ids | cand_ids) - known)
     if not (known & base_ids) or not (known & cand_ids):
         return GraphComparison(None, [], 0, unknown)
-    sides: dict[Frame, dict] = {}
-    for row in rows[rows["run_id"].isin(known)].to_dict("records"):
-        side = 0 if row["run_id"] in base_ids else 1
-        f = sides.setdefault(_key(row), {"values": ({p: set() for p in PARTS}, {p: set() for p in PARTS}),
-                                         "compiles": [0, 0], "runs": (set(), set()), "time": {}})
-        f["runs"][side].add(row["run_id"])
-        f["compiles"][side] = max(f["compiles"][side], int(row["compiles"] or 0))
-        f["time"][row["run_id"]] = float(row["compile_s"] or 0)
-        for p in PARTS:
-            v = row[f"{p}_fp"]
-            if v is not None and not pd.isna(v):
-                f["values"][side][p].add(v)
+    base, cand = _sides(rows, base_ids & known), _sides(rows, cand_ids & known)
+    a_list = [SimpleNamespace(frame=k) for k in sorted(base, key=str)]
+    b_list = [SimpleNamespace(frame=k) for k in sorted(cand, key=str)]
+    pairs = match(a_list, b_list)
+    paired = {id(x) for pair in pairs for x in pair}
     changed = []
-    for key, f in sides.items():
-        if not f["runs"][0] or not f["runs"][1]:
-            parts = ("frame",)
-        else:
-            base, cand = f["values"]
-            parts = tuple(p for p in PARTS if base[p] and cand[p] and base[p] != cand[p])
+
+    def add(frame: Frame, parts: tuple[str, ...], sides: list[dict | None]) -> None:
+        times = [t for f in sides if f for t in f["time"].values()]
+        changed.append(FrameChange(frame, parts, tuple(f["compiles"] if f else 0 for f in sides),
+                                   sum(times) / len(times) if times else 0.0))
+
+    for a, b in pairs:
+        fa, fb = base[a.frame], cand[b.frame]
+        parts = tuple(p for p in PARTS if fa["values"][p] and fb["values"][p] and fa["values"][p] != fb["values"][p])
         if parts:
-            times = list(f["time"].values())
-            changed.append(FrameChange(key, parts, tuple(f["compiles"]), sum(times) / len(times)))
+            add(b.frame, parts, [fa, fb])
+    for x in a_list:
+        if id(x) not in paired:
+            add(x.frame, ("frame",), [base[x.frame], None])
+    for x in b_list:
+        if id(x) not in paired:
+            add(x.frame, ("frame",), [None, cand[x.frame]])
     changed.sort(key=lambda c: (-c.compile_s, -sum(c.compiles), str(c.frame)))
-    return GraphComparison(not changed, changed, len(sides), unknown)
+    return GraphComparison(not changed, changed, len(a_list) + len(b_list) - len(pairs), unknown)
 
 
 # --- what changed, in words ------------------------------------------------------------------------

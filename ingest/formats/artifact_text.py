@@ -4,7 +4,7 @@ graph, guard set and output code, ingest/trace/parsers/artifacts.py) and by `com
 (deepdive/diff.py), so that two compiles the diff calls alike have equal fingerprints.
 
 Made alike: object ids and addresses, numbered generated names (`h_1`, `cpp_fused_relu_0`),
-paths in source comments, the cache folder in a kernel's path. Guards are compared as the set of their leaf expressions
+paths and line numbers in source comments, the cache folder in a kernel's path. Guards are compared as the set of their leaf expressions
 (`EQUALS_MATCH: L['self'].act_mode == 1`), not as the tree's text, whose order and ids vary.
 """
 from __future__ import annotations
@@ -31,7 +31,9 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 # of Unicode ones (these two are most of a fingerprint's cost, which every ingest pays)
 _BIG_NUMBER = re.compile(r"(?<![\w.])\d{7,}(?![\w.])", re.A)        # ids, ___check_obj_id(x, 140400820326048)
 _NUMBERED = re.compile(r"\b([A-Za-z_]\w*)_\d+\b", re.A)             # h_1, linear_2, cpp_fused_relu_0
-_FILE_COMMENT = re.compile(r"(# File: )(\S+?)(:\d+)")
+# a graph node's source comment: the path made its base name and the line left out, so an edit that
+# moves a function (a line added above it) leaves its graphs alike; the code quoted after it stays
+_FILE_COMMENT = re.compile(r"(# File: )(\S+?):\d+")
 # Inductor names a kernel's file by its source's hash, in the run's cache folder: the folder differs
 # between runs (and a warm run names the cold run's), the name does not
 _KERNEL_PATH = re.compile(r"(# kernel path: )(\S+)")
@@ -45,7 +47,7 @@ def normalise(text: str) -> str:
     """An artifact's text with what differs between runs of one program made alike."""
     text = _ADDRESS.sub("0x…", text)
     text = _BIG_NUMBER.sub("<id>", text)
-    text = _FILE_COMMENT.sub(lambda m: m.group(1) + PurePath(m.group(2)).name + m.group(3), text)
+    text = _FILE_COMMENT.sub(lambda m: m.group(1) + PurePath(m.group(2)).name, text)
     text = _KERNEL_PATH.sub(lambda m: m.group(1) + PurePath(m.group(2)).name, text)
     return _NUMBERED.sub(r"\1_N", text)
 

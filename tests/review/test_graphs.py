@@ -1,6 +1,7 @@
 """Whether two sides compiled the same graphs, per frame, and what changed in words
 (review/graphs.py), on real CPU runs of tests/fixtures/graphs/blocks_job.py made with
-`compilewatch collect` (its README says how): a cold and a warm run of v1 compile the same graphs;
+`compilewatch collect` (its README says how): a cold and a warm run of v1, and v1 with its lines
+moved, compile the same graphs;
 v3 (activation checkpointing) and v4 (float64 inputs, a Python-float scale) do not, and the words
 name the checkpoint ops, the kernel count and the guards' dtype and kind. Each is checked against
 `compilewatch diff` on the same runs. The H100 torch 2.11 runs of sample_logs/gpu-h100-torch2.11-cudagraphs
@@ -42,11 +43,11 @@ def _store(tmp_path_factory, paths: list[Path]) -> tuple[Path, dict[str, list[st
 def blocks(tmp_path_factory):
     db, labels = _store(tmp_path_factory, sorted(GRAPHS.glob("blocks_*.tar.gz")))
     runs = {"v1_cold": labels["v1"][0], "v1_warm": labels["v1"][1], "v3_cold": labels["v3"][0],
-            "v4_cold": labels["v4"][0]}
+            "v4_cold": labels["v4"][0], "v1_moved": labels["v1"][2]}
     with open_store(db).read() as con:   # the second v1 run is the one that loaded from the caches
         hits = dict(con.execute("SELECT run_id, count(*) FILTER (WHERE outcome = 'hit') FROM cache_events "
                                 "GROUP BY run_id").fetchall())
-    assert hits[runs["v1_warm"]] >= 2 and not any(hits[runs[k]] for k in ("v1_cold", "v3_cold", "v4_cold")), hits
+    assert hits[runs["v1_warm"]] >= 2 and not any(hits[runs[k]] for k in ("v1_cold", "v3_cold", "v4_cold", "v1_moved")), hits
     return db, runs
 
 
@@ -108,6 +109,22 @@ def test_a_dtype_and_an_input_turned_python_float_are_named(blocks):
     assert len(moved) == 15          # x and the 14 parameters
     assert "guard on scale: tensor cpu float32 → float" in s.sentence, s.sentence
     assert "guards on x, self.blocks.0.down.bias (+13 more): float32 → float64" in s.sentence, s.sentence
+
+
+def test_an_edit_that_moves_the_frame_changes_no_graph(blocks):
+    """blocks_v1_moved: three lines added above the model move `forward` from line 44 to 47 and
+    every source line its graphs quote by 3. The frames pair as the diff pairs them (same function,
+    same file), and the graphs are the same, for the review and for the diff."""
+    db, runs = blocks
+    cmp = _compare(db, [runs["v1_cold"]], [runs["v1_moved"]])
+    assert cmp.same is True and cmp.frames == 1
+    (pair,) = _diff(db, runs["v1_cold"], runs["v1_moved"])["pairs"]
+    assert pair["frame"]["line"] == 44 and pair["changed"] is False and pair["graphs_changed"] == []
+    with open_store(db).read() as con:
+        frames = frame_fingerprints(con, [runs["v1_moved"]])
+        assert frames["co_firstlineno"].tolist() == [47]
+        assert describe_change(con, runs["v1_cold"], runs["v1_moved"], ("forward", "blocks_job.py", 47)).sentence \
+            == "forward (blocks_job.py:47): no change"
 
 
 def test_a_frame_on_one_side_only_is_a_change(blocks):

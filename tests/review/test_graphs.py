@@ -182,3 +182,43 @@ def test_gpu_runs_in_other_cache_folders_and_a_warm_run_compile_the_same_graphs(
     with open_store(db).read() as con:
         s = describe_change(con, clean[0], runs["changed"][0], changed.changed[0].frame)
     assert s.sentence and (s.kernels_added or s.ops_added or s.guard_changes or s.compiles[0] != s.compiles[1])
+
+
+def test_tensor_guards_read_their_device_and_dtype(blocks, cudagraph_runs):
+    """The TENSOR_MATCH leaves of real guard trees: the H100 runs' inputs on cuda:0, the CPU runs' on
+    the CPU, each with its dtype."""
+    from compilewatch.deepdive.artifacts import fetch
+    from compilewatch.ingest.formats.artifact_text import guard_set, tensor_guard
+
+    def inputs(db: Path) -> dict[str, tuple]:
+        with open_store(db).read() as con:
+            run, fid, line = con.execute("SELECT run_id, file_id, line_no FROM artifacts "
+                                         "WHERE kind = 'dynamo_cpp_guards_str' ORDER BY run_id LIMIT 1").fetchall()[0]
+            text = fetch(con, run, fid, line).text
+        found = [tensor_guard(g) for g in guard_set(text)]
+        return {t[0]: t[1:] for t in found if t}
+
+    gpu, cpu = inputs(cudagraph_runs[0]), inputs(blocks[0])
+    assert gpu["L['idx']"] == ("cuda:0", "int64") and gpu["L['act_ema']"] == ("cuda:0", "float32")
+    assert cpu["L['x']"] in (("cpu", "float32"), ("cpu", "float64"))
+    assert tensor_guard("EQUALS_MATCH: L['scale'] == 0.5") is None
+
+
+def test_a_device_move_is_named(tmp_path_factory):
+    """blocks_job.py v1 on a GPU and on the CPU (`MAKE=gpu bash make_graph_bundles.sh`, on a GPU host):
+    every tensor guard moved cuda:0 -> cpu, and the new kernels are C++ where they were Triton."""
+    paths = [GRAPHS / "blocks_v1_cuda.tar.gz", GRAPHS / "blocks_v1_cpu.tar.gz"]
+    if not all(p.exists() for p in paths):
+        pytest.skip("the GPU bundles of `MAKE=gpu make_graph_bundles.sh` are not in tests/fixtures/graphs")
+    db, labels = _store(tmp_path_factory, paths)
+    cmp = _compare(db, labels["v1-cuda"], labels["v1-cpu"])
+    assert cmp.same is False and cmp.changed[0].frame == FORWARD
+    with open_store(db).read() as con:
+        s = describe_change(con, labels["v1-cuda"][0], labels["v1-cpu"][0], FORWARD)
+    x = next(c for c in s.guard_changes if c.source == "L['x']")
+    assert x.device == ("cuda:0", "cpu") and x.dtype is None
+    assert s.cpp_kernels_added and not s.triton_kernels_added
+    assert any(k.startswith("triton_") for k in s.kernels_removed)
+    assert "moved cuda:0 → cpu" in s.sentence and "new C++ kernel" in s.sentence, s.sentence
+    (pair,) = _diff(db, labels["v1-cuda"][0], labels["v1-cpu"][0])["pairs"]
+    assert s.guards_added == pair["guards_added"]

@@ -22,8 +22,6 @@ from compilewatch.core.errors import NotFoundError
 from compilewatch.deepdive.artifacts import fetch, rows
 from compilewatch.ingest.formats.artifact_text import comparable, graph_ops, guard_set, kernels, normalise
 
-__all__ = ["diff_runs", "text_diff", "describe", "match", "normalise", "graph_ops", "guard_set", "kernels"]
-
 PHASES = (("entire_frame_compile_time_s", "total"), ("backend_compile_time_s", "backend (AOT + Inductor)"),
           ("inductor_compile_time_s", "Inductor"), ("code_gen_time_s", "code generation"),
           ("autotune_time_s", "autotuning"))

@@ -27,6 +27,7 @@ from compilewatch.review.series import df
 from compilewatch.store.run_filter import runs_match, runs_param
 
 PARTS = ("dynamo", "aot_fwd", "aot_bwd", "code", "guards")
+# what a reader calls each part of a FrameChange
 PART_WORDS = {"dynamo": "Dynamo graph", "aot_fwd": "AOT forward graph", "aot_bwd": "AOT backward graph",
               "code": "Inductor output code", "guards": "guards", "frame": "compiled on one side only"}
 Frame = tuple  # (function, file base name, first line)
@@ -194,8 +195,6 @@ def _short_op(name: str) -> str:
 
 
 _SUBSCRIPT = re.compile(r"\[['\"]?([^'\"\]]*)['\"]?\]")
-
-
 _MODULE_DICTS = re.compile(r"\._(?:modules|parameters|buffers)(?=\[)")
 
 

@@ -83,7 +83,8 @@ _ROLLUPS = {
     # Each frame's compiles in compile order (as `compilewatch diff` pairs them: frame id, compile
     # number, attempt, first line), each part's artifact fingerprints joined per compile (a compile's
     # forward and backward output code, in the order of their fingerprints: a run that loaded them
-    # from the cache logs them in another order), then the compiles' joined per frame.
+    # from the cache logs them in another order), then the compiles' joined per frame: numbered once
+    # (k) and each part's list sorted by it, which costs a quarter less than five ordered aggregates.
     "rollup_frame_fingerprints": f"""
         WITH c AS (
             SELECT c.run_id, c.rank, c.compile_id, any_value(c.co_name) AS co_name, any_value({CO_FILE}) AS co_file,
@@ -97,14 +98,16 @@ _ROLLUPS = {
                    string_agg(fp, ' ' ORDER BY fp) FILTER (WHERE kind = 'dynamo_guards') AS py_guards
             FROM artifacts WHERE {{flt}} AND fp IS NOT NULL GROUP BY run_id, rank, compile_id),
         j AS (
-            SELECT c.*, {", ".join(f"p.{part}" for part, _ in FINGERPRINT_PARTS[:-1])},
+            SELECT c.*, row_number() OVER (PARTITION BY c.run_id, c.rank, c.co_name, c.co_file, c.co_firstlineno
+                                           ORDER BY c.f NULLS LAST, c.fc NULLS LAST, c.a NULLS LAST, c.first) AS k,
+                   {", ".join(f"p.{part}" for part, _ in FINGERPRINT_PARTS[:-1])},
                    coalesce(p.guards, p.py_guards) AS guards
             FROM c LEFT JOIN p ON p.run_id = c.run_id AND p.rank IS NOT DISTINCT FROM c.rank
                                AND p.compile_id = c.compile_id),
         frames AS (
             SELECT run_id, rank, co_name, co_file, co_firstlineno, count(*) AS compiles, {", ".join(
-                f"CASE WHEN count({part}) > 0 THEN left(md5(string_agg(coalesce({part}, '-'), ','"
-                f" ORDER BY f NULLS LAST, fc NULLS LAST, a NULLS LAST, first)), 16) END AS {part}"
+                f"CASE WHEN count({part}) > 0 THEN left(md5(array_to_string(list_transform(list_sort("
+                f"list(struct_pack(k := k, v := coalesce({part}, '-')))), x -> x.v), ',')), 16) END AS {part}"
                 for part, _ in FINGERPRINT_PARTS)}
             FROM j GROUP BY run_id, rank, co_name, co_file, co_firstlineno)
         SELECT *, left(md5(concat_ws('|', {", ".join(f"coalesce({part}, '-')" for part, _ in FINGERPRINT_PARTS)})), 16)

@@ -211,8 +211,8 @@ def step_times(frame: pd.DataFrame) -> alt.Chart:
     ).properties(height=HEIGHT)
 
 
-PHASE_COLORS = alt.Scale(domain=["tracing", "AOT", "Inductor", "autotuning"],
-                         range=["#4c78a8", "#f58518", "#54a24b", "#b279a2"])
+PHASE_COLORS = alt.Scale(domain=["tracing", "AOT", "Inductor", "autotuning", "backward", "runtime autotuning"],
+                         range=["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#9d755d"])
 
 
 def compile_phase_split(frame: pd.DataFrame) -> alt.Chart:

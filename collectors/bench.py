@@ -77,6 +77,9 @@ def run_bench(models, modes=("default",), task="train", steps=20, warmup=3, devi
                               collector=f"compilewatch bench {__version__}", tee=tee,
                               # the worker imports collectors even where compilewatch isn't installed
                               pythonpath=[str(REPO_ROOT)],
+                              # a speedup is eager over compiled in one process on one host: the
+                              # machine's speed cancels out, and a probe per model and mode costs seconds
+                              probe=False,
                               manifest_extra={"bench": {"mode": mode, "task": task, "steps": steps, "warmup": warmup,
                                                         "amp": amp, "repeat": rep}})
                 row = _read_row(res.bundle / "bench.csv")

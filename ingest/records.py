@@ -23,12 +23,15 @@ EVENT_TABLES = (
     "guard_failures",
     "limit_hits",
     "compile_phases",
+    "later_compile_metrics",
     "cache_events",
     "cudagraph_events",
     "step_timings",
     "timing_summaries",
     "bench_results",
     "artifacts",
+    "run_settings",
+    "host_probes",
 )
 
 def moved_line(line_no: int, offset: int) -> int:

@@ -7,14 +7,15 @@ takes them from there. A run's rows are rebuilt inside the ingest transaction of
 is applied. `subject` is a compiled callable or a benchmark ("model/task/mode"), '' for the run.
 
 Which figure a metric is, when a run has several ranks: counts (graph_breaks, recompiles, ...) are
-summed over ranks, as `summarize` counts them; compile times are the slowest rank's total (what the
-job waited); step and iteration times pool the ranks' steady samples.
+summed over ranks, as `summarize` counts them; compile times and the time to the first step are the
+slowest rank's (what the job waited); step and iteration times pool the ranks' steady samples.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from compilewatch.store.compile_time import PER_COMPILE
 from compilewatch.store.run_filter import runs_match, runs_param
 
 
@@ -23,7 +24,7 @@ class Metric:
     name: str
     unit: str          # x | ms | s | bytes | count | ratio
     direction: str     # higher | lower: which way is better
-    source: str        # bench | hooks | logs
+    source: str        # bench | hooks | logs | probe
     what: str
 
 
@@ -37,14 +38,17 @@ METRICS: tuple[Metric, ...] = (
     Metric("step_time", "ms", "lower", "hooks", "steady median call time of one compiled callable (subject); spread is the IQR"),
     Metric("iteration_time", "ms", "lower", "hooks", "steady median time between optimizer steps (else between calls of the outermost compiled callable): the training step a team feels"),
     Metric("hook_compile_time", "s", "lower", "hooks", "wall time of the calls that compiled, first calls and recompiles (slowest rank)"),
+    Metric("time_to_first_step", "s", "lower", "hooks", "from the process's start to the end of its first optimizer step (else of the first call of the outermost compiled callable); slowest rank"),
     Metric("peak_memory", "bytes", "lower", "hooks", "device peak (CUDA max_memory_allocated) on GPUs, peak resident memory of the process on the CPU; largest rank"),
+    # from the manifest's host probe (collectors/host_probe.py)
+    Metric("host_probe", "ms", "lower", "probe", "median of the host probe's times before and after the job (a fixed workload the job cannot change); spread is the difference between the two"),
     # from TORCH_TRACE / TORCH_LOGS
     Metric("graph_breaks", "count", "lower", "logs", "graph-break reports or records"),
     Metric("distinct_graph_breaks", "count", "lower", "logs", "distinct graph-break keys"),
     Metric("recompiles", "count", "lower", "logs", "compiles of a frame after its first"),
     Metric("limit_hits", "count", "lower", "logs", "cache / recompile limit hits"),
     Metric("failures", "count", "lower", "logs", "compiles that failed (fail_type set)"),
-    Metric("compile_time", "s", "lower", "logs", "sum of entire-frame compile times from the trace (slowest rank)"),
+    Metric("compile_time", "s", "lower", "logs", "what the job waited for compiles, from the trace: each compile's forward, backward and runtime autotuning, summed (slowest rank)"),
     Metric("cache_hit_rate", "ratio", "higher", "logs", "compile cache hits / (hits + misses), all caches"),
     Metric("cudagraph_skips", "count", "lower", "logs", "CUDA-graph skip warnings (mode=reduce-overhead) in the job's log"),
 )
@@ -76,6 +80,8 @@ _PARTS = (
            UNION ALL
            SELECT run_id, peak_mem_bytes FROM step_timings WHERE {flt} AND peak_mem_bytes IS NOT NULL)
        WHERE b IS NOT NULL GROUP BY run_id""",
+    """SELECT run_id, 'host_probe', '', median(median_ms), count(*), max(median_ms) - min(median_ms)
+       FROM host_probes WHERE {flt} AND median_ms IS NOT NULL GROUP BY run_id""",
     # Log metrics only for runs that have a log with events (a bench-only run has no 0 graph breaks).
     """SELECT l.run_id, m.metric, '', m.value, m.n, NULL FROM (
            SELECT run_id FROM files WHERE {flt} AND kind IN ('torch_trace', 'torch_logs') GROUP BY run_id) l
@@ -91,10 +97,12 @@ _PARTS = (
                        ('limit_hits', coalesce(lh.n, 0), coalesce(lh.n, 0)),
                        ('failures', coalesce(cf.n, 0), coalesce(cf.n, 0)),
                        ('cudagraph_skips', coalesce(cg.n, 0), coalesce(cg.n, 0))) m(metric, value, n)""",
-    """SELECT run_id, 'compile_time', '', max(s), count(*), NULL FROM (
-           SELECT run_id, sum(entire_frame_compile_time_s) AS s FROM compiles
-           WHERE {flt} AND entire_frame_compile_time_s IS NOT NULL GROUP BY run_id, rank)
+    f"""SELECT run_id, 'compile_time', '', max(s), count(*), NULL FROM (
+           SELECT run_id, sum(total_s) AS s FROM ({PER_COMPILE}) WHERE total_s IS NOT NULL GROUP BY run_id, rank)
        GROUP BY run_id""",
+    # the first step's end from the process's start; the slowest rank's
+    """SELECT run_id, 'time_to_first_step', '', max(time_to_first_step_s), count(*), NULL FROM timing_summaries
+       WHERE {flt} AND time_to_first_step_s IS NOT NULL GROUP BY run_id""",
     """SELECT run_id, 'cache_hit_rate', '', count(*) FILTER (outcome = 'hit') / count(*), count(*), NULL
        FROM cache_events WHERE {flt} AND outcome IN ('hit', 'miss') GROUP BY run_id""",
 )

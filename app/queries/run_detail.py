@@ -5,6 +5,7 @@ import pandas as pd
 
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import RUN_TIME, df, runs_cte
+from compilewatch.store.compile_time import per_compile
 from compilewatch.store.rollups import BREAK_KEY
 from compilewatch.store.run_rows import run_filter
 
@@ -39,15 +40,19 @@ def manifest(con, f: Filters) -> pd.DataFrame:
 
 
 def compiles(con, f: Filters) -> pd.DataFrame:
-    """Compile ids in start order with their compilation metrics (2,000 at most)."""
-    return _frame(con, """
-    SELECT compile_id, rank, co_name, co_filename || ':' || co_firstlineno AS code,
+    """Compile ids in start order with their compilation metrics (2,000 at most): total_s (what the
+    job waited: forward + backward + runtime autotuning, store/compile_time.py), the forward's
+    entire_frame_compile_time_s and its phases, backward_s, runtime_autotune_s."""
+    run = run_filter(con, f.run_id)
+    return df(con, f"""
+    SELECT compile_id, rank, co_name, co_filename || ':' || co_firstlineno AS code, total_s,
            entire_frame_compile_time_s, backend_compile_time_s, inductor_compile_time_s, code_gen_time_s,
+           backward_s, runtime_autotune_s,
            guard_count, shape_env_guard_count, graph_op_count, graph_node_count, graph_input_count,
            cache_size, is_recompile, recompile_reason, fail_type, fail_reason,
            make_timestamp(CAST(start_time * 1e6 AS BIGINT)) AS started
-    FROM compiles WHERE {run}
-    ORDER BY start_time NULLS LAST, frame_id, frame_compile_id, attempt LIMIT 2000""", f)
+    FROM ({per_compile(run)})
+    ORDER BY start_time NULLS LAST, frame_id, frame_compile_id, attempt LIMIT 2000""", [f.run_id, f.run_id])
 
 
 def compile_metrics(con, f: Filters) -> pd.DataFrame:

@@ -250,6 +250,10 @@ def cmd_check(args) -> int:
                              ("better", result.improvements)):
             for v in items:
                 print(f"  {title:<10} {safe(wording.title(v))} ({safe(wording.change(v))}) — {safe(v.summary)}")
+                if wording.cause(v):
+                    print(f"             cause: {safe(wording.cause(v))}")
+                if wording.cost(v):
+                    print(f"             costs: {safe(wording.cost(v))}")
                 for e in v.evidence:
                     print(f"             {e.kind}: {safe(e.text)}")
         for n in result.notes:
@@ -503,11 +507,13 @@ def cmd_compile_time(args) -> int:
                           "runtime_linkage": json.loads(linkage.to_json(orient="records"))}, indent=2))
         return 0
     print(_table([[r.co_name, r.code, f"{r.total_s:.1f}", f"{r.share_pct or 0:.1f}%", r.dominant or "-",
-                   f"{r.tracing_s:.1f}", f"{r.aot_s:.1f}", f"{r.inductor_s:.1f}", f"{r.autotune_s:.1f}",
+                   f"{r.forward_s:.1f}", f"{r.tracing_s:.1f}", f"{r.aot_s:.1f}", f"{r.inductor_s:.1f}",
+                   f"{r.autotune_s:.1f}", f"{r.backward_s:.1f}", f"{r.runtime_autotune_s:.1f}",
                    r.compiles, r.recompiles, r.cache_misses, r.runs, r.torch_versions or "-"]
                   for r in frames.itertuples()],
-                 ["function", "frame", "compile s", "share", "dominant", "tracing", "AOT", "Inductor", "autotune",
-                  "compiles", "recompiles", "cache misses", "runs", "torch"]))
+                 ["function", "frame", "compile s", "share", "dominant", "forward", "tracing", "AOT", "Inductor",
+                  "autotune", "backward", "runtime autotune", "compiles", "recompiles", "cache misses", "runs",
+                  "torch"]))
     print()
 
     def num(v, fmt):
@@ -639,6 +645,8 @@ def _collector_failed(e: CompileWatchError) -> int:
              help="stop CMD after S seconds (SIGTERM, then SIGKILL); the bundle says end_reason=timeout"),
          arg("--archive", action="store_true", help="write <bundle>.tar.gz instead of a folder"),
          arg("--no-hooks", action="store_true", help="don't inject the timing hooks (logs and trace only)"),
+         arg("--no-probe", action="store_true",
+             help="don't time the host probe before and after CMD (env COMPILEWATCH_HOST_PROBE=0)"),
          arg("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS..."),
          description="Run CMD with TORCH_LOGS and TORCH_TRACE pointed into a new bundle, timing every "
                      "torch.compile'd callable, and write the bundle however CMD ends. Exits with CMD's status.")
@@ -652,7 +660,8 @@ def cmd_collect(args) -> int:
         return 2
     try:
         result = collect(command, args.out, model=args.model, label=args.label, logs=args.logs,
-                         timeout=args.timeout, archive=args.archive, hooks=not args.no_hooks)
+                         timeout=args.timeout, archive=args.archive, hooks=not args.no_hooks,
+                         probe=False if args.no_probe else None)
     except CompileWatchError as e:
         return _collector_failed(e)
     print(f"compilewatch: {result.end_reason} (exit status {result.exit_status}); bundle: {result.bundle}",

@@ -17,6 +17,7 @@ from pathlib import Path
 from compilewatch.collectors.bench_worker import CSV_COLUMNS
 from compilewatch.collectors.collect import archive_bundle, collect
 from compilewatch.collectors.models import get_spec
+from compilewatch.collectors.torch_logs import DEFAULT_LOGS
 from compilewatch.collectors.version import __version__
 from compilewatch.core.errors import CollectError, ModelUnavailableError, OutputNotWritableError, TorchMissingError
 
@@ -44,7 +45,7 @@ def _check(models, modes, skip_missing):
 
 def run_bench(models, modes=("default",), task="train", steps=20, warmup=3, device=None,
               out_dir=".compilewatch/bench", batch_size=None, amp=False, repeats=1, timeout=None,
-              archive=False, logs="graph_breaks,recompiles,perf_hints", skip_missing=False, tee=True,
+              archive=False, logs=DEFAULT_LOGS, skip_missing=False, tee=True,
               budget_s=None) -> list[dict]:
     """Run every model x mode x repeat; return the rows (bench.csv columns + exit_status, bundle, repeat).
     With budget_s, no new run starts once that many seconds have passed (the rest are listed as skipped)."""

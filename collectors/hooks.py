@@ -95,6 +95,39 @@ def _take_stats() -> tuple[int, int]:
     return max(0, g), max(0, b)
 
 
+# CUDA graphs under mode="reduce-overhead": torch counts skips and partitions but neither the
+# graphs it records nor their replays, so the hooks count the calls of the CUDA-graph tree
+# manager's record_function and execute_node (named so since torch 2.0). Watched from the first
+# compile that imported the module (its first call only warms up, the recording comes later).
+_CUDAGRAPH = [0, 0]            # [recordings, replays]
+_cudagraphs_watched = False
+
+
+def _watch_cudagraphs() -> None:
+    global _cudagraphs_watched
+    mod = sys.modules.get("torch._inductor.cudagraph_trees")
+    manager = getattr(mod, "CUDAGraphTreeManager", None)
+    names = ("record_function", "execute_node")
+    # a torch that renamed either is not watched: a count of nothing would read as "no replays"
+    if _cudagraphs_watched or manager is None or not all(callable(getattr(manager, n, None)) for n in names):
+        return
+    _cudagraphs_watched = True
+    for slot, name in enumerate(names):
+        original = getattr(manager, name)
+
+        def counted(self, *args, _original=original, _slot=slot, **kwargs):
+            _CUDAGRAPH[_slot] += 1
+            return _original(self, *args, **kwargs)
+        setattr(manager, name, counted)
+
+
+def _cudagraph_doc() -> dict | None:
+    """What timings.json says of CUDA graphs: None where no compile brought the tree manager in."""
+    if not _cudagraphs_watched:
+        return None
+    return {"recordings": _CUDAGRAPH[0], "replays": _CUDAGRAPH[1]}
+
+
 def _percentile(sorted_vals, q):
     if not sorted_vals:
         return None
@@ -134,9 +167,17 @@ class CallTimer:
         self._last_start = None
         self._gaps: list[float] = []
         self._gap_since: list[int] = []
+        self.replayed_calls = 0            # calls during which a CUDA graph was replayed
 
     # -- the call path -------------------------------------------------------------------------
     def call(self, fn, args, kwargs):
+        replays = _CUDAGRAPH[1]
+        out = self._call(fn, args, kwargs)
+        if _CUDAGRAPH[1] != replays:
+            self.replayed_calls += 1
+        return out
+
+    def _call(self, fn, args, kwargs):
         n = self.calls
         self.calls = n + 1
         now = time.perf_counter()
@@ -194,6 +235,7 @@ class CallTimer:
 
     def _on_compiled_during(self, n, t0, cuda):
         torch = self.torch
+        _watch_cudagraphs()
         g, b = _take_stats()
         self.graphs += g
         self.graph_breaks += b
@@ -275,6 +317,7 @@ class CallTimer:
             "graphs": self.graphs,
             "graph_breaks": self.graph_breaks,
             "calls": self.calls,
+            "replayed_calls": self.replayed_calls if _cudagraphs_watched else None,
             "sample_every": self.sample_every,
             "steady_median_ms": _round(_percentile(steady, 0.5)),
             "steady_iqr_ms": _round(None if not steady else _percentile(steady, 0.75) - _percentile(steady, 0.25)),
@@ -582,6 +625,7 @@ class Recorder:
             "process_start_source": _PROCESS_START[1] if first_step_s is not None else None,
             "peak_mem_bytes": None,
             "peak_rss_bytes": _peak_rss_bytes(),
+            "cudagraphs": _cudagraph_doc(),
             "device": "cpu",
             "pid": os.getpid(),
             "env": {"cpu_model": cpu_model()},

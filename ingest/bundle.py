@@ -39,7 +39,8 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
      "steps": [{"step": 0, "phase": "compile" | "warmup" | "steady",
                 "duration_ms": 12.3, "peak_mem_bytes": 123 | null}],
      "recompiles": 2, "graphs": 3, "graph_breaks": 1,
-     "calls": 120, "sample_every": 1, "steady_median_ms": 12.1, "steady_iqr_ms": 0.4, "steady_samples": 110}
+     "calls": 120, "sample_every": 1, "steady_median_ms": 12.1, "steady_iqr_ms": 0.4, "steady_samples": 110,
+     "replayed_calls": 117 | null}    # calls during which a CUDA graph was replayed; null: not watched
   ],
   # At most one callable has mode "iteration": the iteration period, the training-step time the job
   # felt. Its steps are the intervals between consecutive iteration marks ("step" n is the interval
@@ -52,7 +53,10 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
   #           | "compiled_call"    no optimizer stepped: marks are the call starts of the compiled
   #                                callable called most often, name e.g. "Model.forward calls"
   #   "clock":  "cuda_event" (device time between marks) | "host" (perf_counter)
-  "dynamo_counters": {"stats": {...}, "graph_break": {...}, ...},
+  "dynamo_counters": {"stats": {...}, "graph_break": {...}, ...},   # the CUDA-graph ones are read:
+                                      # inductor.cudagraph_skips, inductor.cudagraph_partitions
+  "cudagraphs": {"recordings": 3, "replays": 594} | null,   # the CUDA-graph tree manager's calls
+                                      # (mode="reduce-overhead"); null where no compile used it
   "compile_phases_s": {"entire_frame_compile": 1.2, "backend_compile": 0.9, ...},
   "compile_time_s": 3.1,              # wall time of the compiled callables' compiling calls (first + recompiles)
   "time_to_first_step_s": 41.2 | null, # from the process's start to the end of its first completed step:
@@ -82,7 +86,8 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
   # also written, kept raw, read by nothing in ingest yet: "pid", "compilation_metrics": [...]
 }
 Older files lack "compile_time_s", "time_to_first_step_s" and its sources, "peak_rss_bytes", rank
-keys, the iteration callable and "settings"; readers treat each as absent.
+keys, the iteration callable, "settings" and "cudagraphs" / "replayed_calls"; readers treat each as
+absent.
 """
 
 SETTING_SOURCES = ("torch", "dynamo_config", "inductor_config", "functorch_config", "env")

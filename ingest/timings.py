@@ -22,6 +22,13 @@ def as_float(value):
         return None
 
 
+def _inductor_counters(data: dict) -> dict:
+    """dynamo_counters["inductor"]: where torch counts CUDA-graph skips and partitions."""
+    counters = data.get("dynamo_counters")
+    inductor = counters.get("inductor") if isinstance(counters, dict) else None
+    return inductor if isinstance(inductor, dict) else {}
+
+
 def read_object(stream, sink, name: str) -> dict | None:
     """One JSON object, the whole of a collector's file (`name`: what to call it in an error); None,
     with the error told to `sink`, when it is not one."""
@@ -68,6 +75,10 @@ def parse_timings(stream, sink) -> None:
             except (KeyError, TypeError, ValueError, OverflowError) as e:
                 sink.error(1, "payload", f"step entry of {c.get('name')!r} lacks {e}", str(s)[:200])
     env = data.get("env") if isinstance(data.get("env"), dict) else {}
+    counters = _inductor_counters(data)
+    cudagraphs = data.get("cudagraphs") if isinstance(data.get("cudagraphs"), dict) else {}
+    compiled = [c for c in callables if isinstance(c, dict) and c.get("mode") == "compiled"]
+    replayed = [as_int(c.get("replayed_calls")) for c in compiled]
     sink.row("timing_summaries", {
         "rank": rank,
         "world_size": as_int(data.get("world_size")),
@@ -79,8 +90,15 @@ def parse_timings(stream, sink) -> None:
         "peak_rss_bytes": as_int(data.get("peak_rss_bytes")),
         "iteration_source": iteration.get("source") if iteration else None,
         "iteration_clock": iteration.get("clock") if iteration else None,
-        "time_to_first_step_s": _float(data.get("time_to_first_step_s")),
+        "time_to_first_step_s": as_float(data.get("time_to_first_step_s")),
         "first_step_source": data.get("first_step_source") if isinstance(data.get("first_step_source"), str) else None,
+        "cudagraph_skips": as_int(counters.get("cudagraph_skips")),
+        "cudagraph_partitions": as_int(counters.get("cudagraph_partitions")),
+        "cudagraph_recordings": as_int(cudagraphs.get("recordings")),
+        "cudagraph_replays": as_int(cudagraphs.get("replays")),
+        "compiled_calls": sum(as_int(c.get("calls")) or 0 for c in compiled),
+        # only where the hooks watched CUDA graphs: elsewhere "none replayed" would be a guess
+        "replayed_calls": sum(r for r in replayed if r is not None) if any(r is not None for r in replayed) else None,
     })
     _settings(data.get("settings"), rank, sink)
     if data.get("device"):

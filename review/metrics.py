@@ -38,6 +38,12 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # the machine's speed, not the code's: evidence for the timings' verdicts (review/evidence.py)
     Metric("host_probe", "Host probe (fixed workload, before and after the job)", "ms", "lower", "info"),
     Metric("cudagraph_skips", "CUDA-graph skips", "count", "lower", "count"),
+    # CUDA-graph coverage (review/cudagraph_coverage.py words it as one change). A graph split
+    # around a CPU op is exact per run, so gated; the rest move with input sizes and step counts.
+    Metric("cudagraph_partitions", "CUDA-graph partitions", "count", "lower", "count"),
+    Metric("cudagraph_graphs", "CUDA graphs recorded", "count", "higher", "info"),
+    Metric("cudagraph_rerecords", "CUDA-graph re-recordings", "count", "lower", "info"),
+    Metric("cudagraph_replay_share", "Compiled calls replayed from a CUDA graph", "ratio", "higher", "info"),
 )}
 
 def metric(name: str) -> Metric:

@@ -51,6 +51,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("compile_time", "s", "lower", "logs", "what the job waited for compiles, from the trace: each compile's forward, backward and runtime autotuning, summed (slowest rank)"),
     Metric("cache_hit_rate", "ratio", "higher", "logs", "compile cache hits / (hits + misses), all caches"),
     Metric("cudagraph_skips", "count", "lower", "logs", "CUDA-graph skip warnings (mode=reduce-overhead) in the job's log"),
+    # CUDA-graph coverage (mode="reduce-overhead"), only for runs that used CUDA graphs at all
+    Metric("cudagraph_graphs", "count", "higher", "logs", "CUDA graphs recorded: the trace's CUDAGraphNode.record spans, else the hooks' count (each input size and re-recording its own)"),
+    Metric("cudagraph_partitions", "count", "lower", "hooks", "partitions of compiled graphs split around ops a CUDA graph cannot hold (torch's inductor.cudagraph_partitions; 0: none split)"),
+    Metric("cudagraph_rerecords", "count", "lower", "logs", "warnings that a new CUDA graph is recorded for each distinct input size"),
+    Metric("cudagraph_replay_share", "ratio", "higher", "hooks", "compiled calls that replayed a CUDA graph / compiled calls (the hooks)"),
 )
 BY_NAME = {m.name: m for m in METRICS}
 
@@ -97,6 +102,29 @@ _PARTS = (
                        ('limit_hits', coalesce(lh.n, 0), coalesce(lh.n, 0)),
                        ('failures', coalesce(cf.n, 0), coalesce(cf.n, 0)),
                        ('cudagraph_skips', coalesce(cg.n, 0), coalesce(cg.n, 0))) m(metric, value, n)""",
+    # CUDA-graph coverage for the runs that recorded, skipped or split a CUDA graph; n of the
+    # replay share is the compiled calls behind it
+    """SELECT c.run_id, m.metric, '', m.value, m.n, NULL FROM (
+           SELECT run_id, greatest(coalesce(p.recorded, 0), coalesce(t.recordings, 0)) AS graphs,
+                  coalesce(t.partitions, 0) AS partitions, coalesce(e.rerecords, 0) AS rerecords,
+                  t.replayed / nullif(t.watched_calls, 0) AS share, t.watched_calls
+           FROM (SELECT run_id FROM compile_phases WHERE {flt} AND name = 'CUDAGraphNode.record' GROUP BY run_id
+                 UNION SELECT run_id FROM cudagraph_events WHERE {flt} GROUP BY run_id
+                 UNION SELECT run_id FROM timing_summaries
+                       WHERE {flt} AND (cudagraph_skips > 0 OR cudagraph_partitions > 0 OR cudagraph_recordings > 0)
+                       GROUP BY run_id) r
+           LEFT JOIN (SELECT run_id, count(*) AS recorded FROM compile_phases
+                      WHERE {flt} AND name = 'CUDAGraphNode.record' GROUP BY run_id) p USING (run_id)
+           LEFT JOIN (SELECT run_id, sum(cudagraph_partitions) AS partitions, sum(cudagraph_recordings) AS recordings,
+                             sum(replayed_calls) AS replayed,
+                             sum(compiled_calls) FILTER (replayed_calls IS NOT NULL) AS watched_calls
+                      FROM timing_summaries WHERE {flt} GROUP BY run_id) t USING (run_id)
+           LEFT JOIN (SELECT run_id, count(*) FILTER (event = 're_record') AS rerecords FROM cudagraph_events
+                      WHERE {flt} GROUP BY run_id) e USING (run_id)) c,
+       LATERAL (VALUES ('cudagraph_graphs', c.graphs, c.graphs), ('cudagraph_partitions', c.partitions, c.partitions),
+                       ('cudagraph_rerecords', c.rerecords, c.rerecords),
+                       ('cudagraph_replay_share', c.share, c.watched_calls)) m(metric, value, n)
+       WHERE m.value IS NOT NULL""",
     f"""SELECT run_id, 'compile_time', '', max(s), count(*), NULL FROM (
            SELECT run_id, sum(total_s) AS s FROM ({PER_COMPILE}) WHERE total_s IS NOT NULL GROUP BY run_id, rank)
        GROUP BY run_id""",

@@ -175,6 +175,25 @@ def cudagraph_events(con, f: Filters) -> pd.DataFrame:
     return d
 
 
+def cudagraph_coverage(con, f: Filters) -> pd.DataFrame:
+    """How much of the run ran under CUDA graphs: one row (none when the run never recorded,
+    skipped or split one) of its coverage figures (store/run_metrics.py), torch's own skip count,
+    the hooks' replays and compiled calls, and the coverage in words (review/cudagraph_coverage.py)."""
+    from compilewatch.review.cudagraph_coverage import FIGURES, describe, run_coverages
+    run = run_filter(con, f.run_id)
+    d = df(con, f"""
+    SELECT {", ".join(f"max(value) FILTER (metric = '{m}') AS {m}" for m in FIGURES)},
+           (SELECT sum(cudagraph_skips) FROM timing_summaries WHERE {run}) AS skips_counted_by_torch,
+           (SELECT sum(cudagraph_replays) FROM timing_summaries WHERE {run}) AS replays,
+           (SELECT sum(compiled_calls) FROM timing_summaries WHERE {run}) AS compiled_calls
+    FROM run_metrics WHERE run_id = ? AND subject = ''""", [f.run_id, f.run_id, f.run_id, f.run_id])
+    cov = run_coverages(con, [f.run_id]).get(f.run_id)
+    d = d.assign(replayed_pct=100 * d.pop("cudagraph_replay_share").astype(float))
+    if cov is None:
+        return d.iloc[0:0].assign(coverage=pd.Series(dtype=str))
+    return d.assign(coverage=describe(cov))
+
+
 def cache_layers(con, f: Filters) -> pd.DataFrame:
     """Per compile id and cache layer (FX graph, AOT autograd, ...): hits, misses, bypasses and the
     bypass reason; and the run's state: cold when every lookup missed."""

@@ -212,7 +212,19 @@ with tabs[8]:
 with tabs[9]:
     deep_dive.stack_trie(f)
 with tabs[10]:
-    st.markdown("**CUDA graphs** (`mode=\"reduce-overhead\"`): why they were skipped, and re-recordings per input size")
+    st.markdown("**CUDA graphs** (`mode=\"reduce-overhead\"`): how much of the run they held, why they were "
+                "skipped, and re-recordings per input size")
+    cover = ui.load(run_detail.cudagraph_coverage, f)
+    if cover is not None and len(cover):
+        st.caption(f"CUDA-graph coverage: **{cover['coverage'].iloc[0]}**")
+    ui.table(cover, key="rd_cudagraph_coverage",
+             empty="This run recorded, skipped and split no CUDA graph (not mode=\"reduce-overhead\", or on the CPU).",
+             cudagraph_graphs=ui.count_col("Graphs recorded"), cudagraph_partitions=ui.count_col("Partitions"),
+             cudagraph_skips=ui.count_col("Skips (log)"), skips_counted_by_torch=ui.count_col("Skips (torch's counter)"),
+             cudagraph_rerecords=ui.count_col("Re-recordings"),
+             replayed_pct=ui.num_col("Compiled calls replayed", "%.0f%%"),
+             replays=ui.count_col("Replays"), compiled_calls=ui.count_col("Compiled calls"),
+             coverage=ui.text_col("Coverage", "large"))
     ui.table(ui.load(run_detail.cudagraph_events, f), key="rd_cudagraphs",
              empty="No CUDA-graph skip or re-recording in this run's log.",
              event=ui.text_col("Event", "small"), category=ui.text_col("Category", "small"),

@@ -170,6 +170,19 @@ def cmd_summarize(args) -> int:
     return 1 if (args.strict and summary["errors"]) else 0
 
 
+def _print_cudagraphs(figures: dict) -> None:
+    """A dry check's CUDA-graph coverage over the paths given, and each skip with torch's reason."""
+    from compilewatch.review.cudagraph_coverage import describe, from_summary
+
+    print(f"  CUDA graphs: {safe(describe(from_summary(figures)))}")
+    for s in figures["skip_reasons"]:
+        where = f" at {s['where']}" if s["where"] else ""
+        print(f"    skipped due to {safe(s['reason'])}{safe(where)} (x{s['count']})")
+    if figures["skips_counted_by_torch"] > figures["skips"]:
+        print(f"    torch counted {figures['skips_counted_by_torch']} skip(s) the log gives no reason for "
+              "(a log collected without TORCH_LOGS=cudagraphs, or a graph on the CPU)")
+
+
 SPEC_HELP = ("KEY=VALUE, repeatable or comma-separated; KEY: label, torch, commit, run, hardware, model "
              "(same key twice: either value; different keys: both)")
 
@@ -221,8 +234,16 @@ def cmd_check(args) -> int:
                              "ingest the week's runs first, give --since a longer span, or name the sides "
                              "with --baseline SPEC --candidate SPEC")
     failed = bool(problems) or bool(result and result.regressions)
+    coverage = []
+    if result is not None:
+        from compilewatch.review.cudagraph_coverage import by_model
+        from compilewatch.store import open_store
+
+        with open_store(args.db).read() as con:
+            coverage = by_model(con, result.baseline_runs, result.candidate_runs)
     if args.json:
         out = result.to_json() if result else {"regressions": []}
+        out["cudagraph_coverage"] = coverage
         out["limits"] = {"exceeded": problems, "summary": summary}
         out["status"] = "failed" if failed else "passed"
         print(json.dumps(out, indent=2, default=str))
@@ -236,6 +257,8 @@ def cmd_check(args) -> int:
     elif summary is not None:
         print(f"compilewatch check: limits passed: {summary['graph_breaks']} graph breaks, {summary['recompiles']} "
               f"recompiles, {summary['limit_hits']} limit hits in {summary['files']} file(s)")
+    if summary is not None and summary.get("cudagraphs"):
+        _print_cudagraphs(summary["cudagraphs"])
     if result is not None:
         from compilewatch.review import wording
 
@@ -246,6 +269,9 @@ def cmd_check(args) -> int:
         for n in result.notes:
             if n.kind == "own_history":
                 print(f"  own history: {safe(n.text)}")
+        for c in coverage:
+            print(f"  CUDA graphs {safe(c['model'])} on {safe(c['hardware'])}: "
+                  + safe(c["change"] or f"{c['candidate']}" + (" (as the baseline)" if c["baseline"] else "")))
         for title, items in (("REGRESSION", result.regressions), ("suspicious", result.suspicious),
                              ("better", result.improvements)):
             for v in items:

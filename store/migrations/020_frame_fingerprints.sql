@@ -2,7 +2,7 @@
 -- same graphs" from "other graphs" per frame without reading a payload. An artifact's fingerprint
 -- is made by the trace parser from its payload, normalised as `compilewatch diff` normalises it
 -- (ingest/formats/artifact_text.py); rows stored before this migration have none until
--- `compilewatch reingest` parses their files again (PARSER_VERSION 9).
+-- `compilewatch reingest` parses their files again (PARSER_VERSION 10).
 ALTER TABLE artifacts ADD COLUMN fp VARCHAR;
 
 -- One row per run, rank and frame (function, file base name, first line): its compiles combined in

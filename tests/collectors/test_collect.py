@@ -85,7 +85,8 @@ def test_manifest_records_the_run(compiled_run):
     assert m.started_at.endswith("Z") and m.ended_at >= m.started_at and m.wall_time_s > 0
     assert m.torch_version.startswith("2.") and m.python_version.count(".") == 2
     assert m.host and m.cwd and m.collector.startswith("compilewatch collect")
-    assert m.extra["torch_logs_setting"] == "graph_breaks,recompiles,perf_hints"
+    # the default: every component a TORCH_LOGS parser reads, plus perf_hints
+    assert m.extra["torch_logs_setting"] == "graph_breaks,recompiles,cudagraphs,perf_hints"
     assert set(m.files) >= {"torch_logs", "torch_trace", "timings"}
     assert all((bundle / p).is_file() for p in m.files["torch_trace"])
 

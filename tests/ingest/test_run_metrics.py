@@ -116,8 +116,10 @@ def test_every_row_carries_its_metrics_declared_unit_and_direction(db):
     assert {r[0]: r[1:] for r in rows} == {name: declared[name] for name, *_ in rows}
     # all but the iteration period, the time to the first step and the host probe (these bundles
     # predate them) come out of these five inputs (tests/collectors/test_compile_total.py makes a run
-    # with the first two)
-    assert {r[0] for r in rows} == set(declared) - {"iteration_time", "time_to_first_step", "host_probe"}
+    # with the first two), and CUDA-graph coverage, written only for runs that used CUDA graphs (none
+    # of these did; the reduce-overhead bundles are in tests/ingest/test_cudagraph_coverage.py)
+    coverage = {"cudagraph_graphs", "cudagraph_partitions", "cudagraph_rerecords", "cudagraph_replay_share"}
+    assert {r[0] for r in rows} == set(declared) - {"iteration_time", "time_to_first_step", "host_probe"} - coverage
 
 
 def test_one_refresh_for_all_equals_per_run_refreshes(db):
@@ -135,11 +137,12 @@ def test_a_store_from_before_is_backfilled_on_migration_and_by_reingest(tmp_path
     """Make a schema-1 store holding real runs, then open it with this version."""
     store = open_store(tmp_path / "cw.duckdb")
     assert ingest_paths(store, [H200_COLLECT, CPU_213]).ok
-    with store.write() as con:       # back to schema 1: drop what migrations 002, 007 and 019 added
+    with store.write() as con:       # back to schema 1: drop what migrations 002, 007, 019 and 023 added
         for stmt in ("DROP TABLE run_metrics", "DROP TABLE timing_summaries", "DROP TABLE cudagraph_events",
                      "DROP TABLE run_settings", "DROP TABLE host_probes",
                      "DELETE FROM _migrations WHERE name = '019_run_settings.sql'",
                      "DELETE FROM _migrations WHERE name = '007_cudagraphs.sql'",
+                     "DELETE FROM _migrations WHERE name = '023_cudagraph_coverage.sql'",
                      "ALTER TABLE step_timings DROP COLUMN rank",
                      *(f"ALTER TABLE runs DROP COLUMN {c}" for c in ("device_kind", "world_size", "cpu_model", "hardware")),
                      "DELETE FROM _migrations WHERE name = '002_run_metrics.sql'",

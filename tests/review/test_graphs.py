@@ -146,7 +146,7 @@ def test_runs_without_fingerprints_are_not_judged(blocks, tmp_path):
     store = open_store(copy)
     with store.write() as con:
         con.execute("UPDATE artifacts SET fp = NULL WHERE run_id = ?", [runs["v3_cold"]])
-        con.execute("UPDATE files SET parser_version = 8 WHERE run_id = ?", [runs["v3_cold"]])
+        con.execute("UPDATE files SET parser_version = 9 WHERE run_id = ?", [runs["v3_cold"]])
         refresh_rollups(con, [runs["v3_cold"]])
     cmp = _compare(copy, [runs["v1_cold"]], [runs["v3_cold"]])
     assert cmp.same is None and cmp.unknown_runs == [runs["v3_cold"]]

@@ -42,6 +42,9 @@ BACKFILLS = {
     "018_compile_total.sql": (partial(refresh_rollups, tables=("rollup_compile_time", "rollup_run_totals")),
                               partial(refresh_day_rollups, tables=("rollup_day_compile_time",)),
                               partial(refresh_month_rollups, tables=("rollup_month_compile_time",))),
+    # fingerprints come from the parser: until `compilewatch reingest` a stored run's frames are listed
+    # with no parts (rollups.py), which the review reads as "not known", never as "changed"
+    "020_frame_fingerprints.sql": (partial(refresh_rollups, tables=("rollup_frame_fingerprints",)),),
     # run_metrics reads later_compile_metrics (018), host_probes (019) and timing_summaries' CUDA-graph
     # columns (023): its backfill runs once all are there
     "023_cudagraph_coverage.sql": (refresh_run_metrics,),

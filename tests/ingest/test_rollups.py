@@ -7,6 +7,7 @@ clean ingest, a duplicate ingest, a worker killed with SIGKILL mid-ingest and it
 The expected figures are computed here in pandas from the raw rows, not by the rollups' SQL."""
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import signal
@@ -140,6 +141,7 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     steady = st[st["phase"] == "steady"].groupby(cols, dropna=False)["duration_ms"].median().round(6).rename("steady_ms")
     steps = steps.merge(steady.reset_index(), on=cols, how="left")
     out["rollup_steps"] = (steps, [*cols, "calls", "compile_steps", "steady_calls", "steady_ms"])
+    out["rollup_frame_fingerprints"] = _expected_fingerprints(con, c)
     counts = [frame.groupby("run_id").size().rename(name) for frame, name in
               ((gb, "graph_breaks"), (rc, "recompiles"), (lh, "limit_hits"), (gf, "guard_failures"))]
     totals = pd.concat([*counts, c.groupby("run_id")["total_s"].sum(min_count=1).rename("compile_s")], axis=1)
@@ -150,6 +152,49 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
                                 ["run_id", "graph_breaks", "recompiles", "limit_hits", "guard_failures", "compile_s"])
     out.update(_expected_day(con, gb, gf, rc, c))
     return out
+
+
+def _md5_16(text: str) -> str:
+    return hashlib.md5(text.encode()).hexdigest()[:16]
+
+
+def _expected_fingerprints(con, c: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Each frame's compiles in compile order, each part of a compile its artifacts' fingerprints
+    sorted and joined; a frame's part the md5 of its compiles' ('-' for one that logged none), none
+    when no compile logged it; fp the md5 of the five."""
+    parts = {"dynamo": ("dynamo_output_graph",), "aot_fwd": ("aot_forward_graph", "aot_inference_graph"),
+             "aot_bwd": ("aot_backward_graph",), "code": ("inductor_output_code",),
+             "guards": ("dynamo_cpp_guards_str",), "py_guards": ("dynamo_guards",)}
+    arts = _raw(con, "artifacts")
+    arts = arts[arts["fp"].notna()]
+    per_compile: dict[tuple, dict[str, str]] = {}
+    for r in arts.itertuples():
+        rank = None if pd.isna(r.rank) else int(r.rank)
+        for part, kinds in parts.items():
+            if r.kind in kinds:
+                per_compile.setdefault((r.run_id, rank, r.compile_id), {}).setdefault(part, []).append(r.fp)
+    rows = []
+    frames: dict[tuple, list] = {}
+    for cid, g in c[c["compile_id"].notna()].groupby(["run_id", "rank", "compile_id"], dropna=False):
+        first = g.iloc[0]
+        rank = None if pd.isna(cid[1]) else int(cid[1])
+        order = tuple((1, 0) if pd.isna(v) else (0, v) for v in
+                      (g["frame_id"].min(), g["frame_compile_id"].min(), g["attempt"].min(), g["line_no"].min()))
+        got = {k: " ".join(sorted(v)) for k, v in per_compile.get((cid[0], rank, cid[2]), {}).items()}
+        got["guards"] = got.get("guards") or got.get("py_guards")
+        key = (cid[0], rank, first["co_name"], first["co_file"], first["co_firstlineno"])
+        frames.setdefault(key, []).append((order, got))
+    for key, compiles in frames.items():
+        compiles.sort(key=lambda x: x[0])
+        row = dict(zip(["run_id", "rank", "co_name", "co_file", "co_firstlineno"], key), compiles=len(compiles))
+        for part in ("dynamo", "aot_fwd", "aot_bwd", "code", "guards"):
+            values = [got.get(part) for _, got in compiles]
+            row[f"{part}_fp"] = _md5_16(",".join(v or "-" for v in values)) if any(values) else None
+        row["fp"] = _md5_16("|".join(row[f"{p}_fp"] or "-" for p in ("dynamo", "aot_fwd", "aot_bwd", "code", "guards")))
+        rows.append(row)
+    cols = ["run_id", "rank", "co_name", "co_file", "co_firstlineno", "compiles", "dynamo_fp", "aot_fwd_fp",
+            "aot_bwd_fp", "code_fp", "guards_fp", "fp"]
+    return pd.DataFrame(rows, columns=cols), cols
 
 
 def _expected_day(con, gb: pd.DataFrame, gf: pd.DataFrame, rc: pd.DataFrame,
@@ -298,15 +343,17 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
                   "rollup_compile_time", "review_snapshots", "review_rows", "rollup_day_runs",
                   "rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time",
                   "rollup_day_graph_breaks", "rollup_run_totals", "rollup_steps", "rollup_month_guard_failures",
-                  "rollup_month_recompiles", "rollup_month_compile_time", "rollup_month_graph_breaks"):
+                  "rollup_month_recompiles", "rollup_month_compile_time", "rollup_month_graph_breaks",
+                  "rollup_frame_fingerprints"):
             con.execute(f"DROP TABLE {t}")
-        # and from before 018 (its backfill builds the compile-time rollups)
+        # and from before 018 (its backfill builds the compile-time rollups) and 020 (fingerprints)
         con.execute("DROP TABLE later_compile_metrics")
         for col in ("time_to_first_step_s", "first_step_source"):
             con.execute(f"ALTER TABLE timing_summaries DROP COLUMN {col}")
+        con.execute("ALTER TABLE artifacts DROP COLUMN fp")
         con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql', "
                     "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql', "
-                    "'014_month_rollups.sql', '018_compile_total.sql')")
+                    "'014_month_rollups.sql', '018_compile_total.sql', '020_frame_fingerprints.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 

@@ -39,7 +39,8 @@ def default_parsers() -> tuple[Parser, ...]:
         # per-compile-id artifacts: one parser per envelope kind, each storing its payload or value
         Parser("artifact", artifact_records.parse_artifact, event="artifact"),
         Parser("dynamo_start_stack", artifact_records.parse_stack, event="dynamo_start"),
-        *(Parser(k, artifact_records.parse_payload, event=k) for k in artifact_records.PAYLOAD_EVENTS),
+        *(Parser(k, artifact_records.parse_payload, event=k, prepare=artifact_records.payload_fingerprint)
+          for k in artifact_records.PAYLOAD_EVENTS),
         *(Parser(k, artifact_records.parse_value, event=k) for k in artifact_records.VALUE_EVENTS),
     )
 

@@ -24,6 +24,7 @@ EVENT_TABLES = (
     "limit_hits",
     "compile_phases",
     "cache_events",
+    "cache_key_components",
     "cudagraph_events",
     "step_timings",
     "timing_summaries",

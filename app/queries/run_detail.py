@@ -178,3 +178,39 @@ def cache_layers(con, f: Filters) -> pd.DataFrame:
            count(*) FILTER (outcome = 'miss') AS misses, count(*) FILTER (outcome = 'bypass') AS bypasses,
            any_value(reason) FILTER (reason IS NOT NULL) AS bypass_reason
     FROM cache_events WHERE {run} GROUP BY ALL ORDER BY compile_id, cache""", f)
+
+
+def cache_keys(con, f: Filters) -> pd.DataFrame:
+    """The run's compile-cache lookups one by one: compile id, cache, which graph (FX graph lookups),
+    outcome, the key, the bypass reason and how many key components torch logged for it."""
+    from compilewatch.ingest.formats.cache_key import graph_role
+    d = _frame(con, """
+    WITH e AS (SELECT file_id, line_no, compile_id, rank, cache, outcome, cache_key, reason FROM cache_events WHERE {run}),
+         c AS (SELECT file_id, line_no, count(*) AS components,
+                      any_value(text) FILTER (name = 'fx_kwargs[is_backward]') AS is_backward,
+                      any_value(text) FILTER (name = 'fx_kwargs[is_inference]') AS is_inference
+               FROM cache_key_components WHERE {run} GROUP BY ALL)
+    SELECT e.compile_id, e.rank, e.cache, e.outcome, e.cache_key, e.reason AS bypass_reason,
+           coalesce(c.components, 0) AS components, c.is_backward, c.is_inference
+    FROM e LEFT JOIN c USING (file_id, line_no) ORDER BY e.file_id, e.line_no LIMIT 2000""", f, [f.run_id])
+    d.insert(3, "graph", [graph_role({"fx_kwargs[is_backward]": b, "fx_kwargs[is_inference]": i})
+                          for b, i in zip(d["is_backward"], d["is_inference"])])
+    return d.drop(columns=["is_backward", "is_inference"])
+
+
+def run_before(con, f: Filters) -> pd.DataFrame:
+    """One row, run_id: the run this run's cache lookups are explained against (review/cache_miss.py:
+    the newest earlier run of the same model on the same hardware); no row when there is none."""
+    from compilewatch.review.cache_miss import run_before as before_of
+    before = before_of(con, f.run_id)
+    return pd.DataFrame({"run_id": [before] if before else []})
+
+
+def cache_misses_before(con, f: Filters) -> pd.DataFrame:
+    """Why this run's cache lookups missed where the run before it (``run_before``) hit, or missed
+    under another key: one row per such lookup."""
+    from compilewatch.app.queries.compare import MISS_COLUMNS, misses_frame
+    from compilewatch.review.cache_miss import run_before as before_of
+    from compilewatch.review.cache_miss import why_missed
+    before = before_of(con, f.run_id)
+    return misses_frame(why_missed(con, before, f.run_id)) if before else pd.DataFrame(columns=MISS_COLUMNS)

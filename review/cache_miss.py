@@ -128,23 +128,29 @@ class _Event:
 
 
 def _events(con, run_id: str, rank: int | None) -> dict[str, list[_Event]]:
-    """The run's cache lookups of one rank per compile id, in log order, with their key's components."""
+    """The run's cache lookups of one rank per compile id, in log order, each with its key's
+    components: its own rows over those of the lookup it names in components_base (a row with no
+    hash: absent from this key)."""
     flt = run_filter(con, run_id)
     cur = con.cursor()
     try:
-        evs = cur.execute(f"""SELECT file_id, line_no, compile_id, cache, outcome, cache_key, reason FROM cache_events
-                              WHERE {flt} AND rank IS NOT DISTINCT FROM ? AND compile_id IS NOT NULL
-                              ORDER BY file_id, line_no""", [run_id, rank]).fetchall()
+        evs = cur.execute(f"""SELECT file_id, line_no, compile_id, cache, outcome, cache_key, reason, components_base
+                              FROM cache_events WHERE {flt} AND rank IS NOT DISTINCT FROM ? ORDER BY file_id, line_no""",
+                          [run_id, rank]).fetchall()
         comps = cur.execute(f"""SELECT file_id, line_no, name, hash, text, part, cut FROM cache_key_components
                                 WHERE {flt} AND rank IS NOT DISTINCT FROM ?""", [run_id, rank]).fetchall()
     finally:
         cur.close()
-    by_line: dict[tuple[int, int], dict] = {}
+    own: dict[tuple[int, int], dict] = {}
     for fid, line, name, h, text, part, cut in comps:
-        by_line.setdefault((fid, line), {})[name] = (h, text or "", part, bool(cut))
+        own.setdefault((fid, line), {})[name] = (h, text or "", part, bool(cut))
     out: dict[str, list[_Event]] = {}
-    for fid, line, cid, cache, outcome, key, reason in evs:
-        out.setdefault(cid, []).append(_Event((fid, line), cid, cache, outcome, key, reason, by_line.get((fid, line), {})))
+    for fid, line, cid, cache, outcome, key, reason, base in evs:
+        mine = own.get((fid, line), {})
+        components = {**own.get((fid, base), {}), **mine} if base is not None else dict(mine)
+        components = {n: c for n, c in components.items() if c[0] is not None}
+        if cid is not None:
+            out.setdefault(cid, []).append(_Event((fid, line), cid, cache, outcome, key, reason, components))
     return out
 
 

@@ -185,14 +185,17 @@ def cache_keys(con, f: Filters) -> pd.DataFrame:
     outcome, the key, the bypass reason and how many key components torch logged for it."""
     from compilewatch.ingest.formats.cache_key import graph_role
     d = _frame(con, """
-    WITH e AS (SELECT file_id, line_no, compile_id, rank, cache, outcome, cache_key, reason FROM cache_events WHERE {run}),
-         c AS (SELECT file_id, line_no, count(*) AS components,
-                      any_value(text) FILTER (name = 'fx_kwargs[is_backward]') AS is_backward,
+    WITH e AS (SELECT file_id, line_no, compile_id, rank, cache, outcome, cache_key, reason, components,
+                      coalesce(components_base, line_no) AS base FROM cache_events WHERE {run}),
+         c AS (SELECT file_id, line_no, any_value(text) FILTER (name = 'fx_kwargs[is_backward]') AS is_backward,
                       any_value(text) FILTER (name = 'fx_kwargs[is_inference]') AS is_inference
-               FROM cache_key_components WHERE {run} GROUP BY ALL)
-    SELECT e.compile_id, e.rank, e.cache, e.outcome, e.cache_key, e.reason AS bypass_reason,
-           coalesce(c.components, 0) AS components, c.is_backward, c.is_inference
-    FROM e LEFT JOIN c USING (file_id, line_no) ORDER BY e.file_id, e.line_no LIMIT 2000""", f, [f.run_id])
+               FROM cache_key_components WHERE {run} AND name IN ('fx_kwargs[is_backward]', 'fx_kwargs[is_inference]')
+               GROUP BY ALL)
+    SELECT e.compile_id, e.rank, e.cache, e.outcome, e.cache_key, e.reason AS bypass_reason, e.components,
+           coalesce(c.is_backward, b.is_backward) AS is_backward, coalesce(c.is_inference, b.is_inference) AS is_inference
+    FROM e LEFT JOIN c ON c.file_id = e.file_id AND c.line_no = e.line_no
+           LEFT JOIN c b ON b.file_id = e.file_id AND b.line_no = e.base
+    ORDER BY e.file_id, e.line_no LIMIT 2000""", f, [f.run_id])
     d.insert(3, "graph", [graph_role({"fx_kwargs[is_backward]": b, "fx_kwargs[is_inference]": i})
                           for b, i in zip(d["is_backward"], d["is_inference"])])
     return d.drop(columns=["is_backward", "is_inference"])

@@ -1,19 +1,27 @@
--- Why a compile cache missed: each FX graph / AOTAutograd cache event's key, and the key's
--- components as torch logged them (one row per "[hash] name: text" line), each with the part of the
--- key it is (ingest/formats/cache_key.py: graph, config, torch_version, inputs, other). Two lookups
--- whose keys differ differ in the components whose hashes differ.
+-- Why a compile cache missed: each FX graph / AOTAutograd cache lookup's key, and the key's
+-- components as torch logged them ("[hash] name: text" lines), each with the part of the key it is
+-- (ingest/formats/cache_key.py: graph, config, torch_version, inputs, other). Two lookups whose keys
+-- differ differ in the components whose hashes differ.
+--
+-- A key has 300-700 components, most of them settings that every lookup of a run repeats; stored
+-- for each lookup they made an ingest 74% slower and a store 56% larger. So a file's first lookup
+-- of each cache (and rank) keeps all its components, and a later one only those that differ from
+-- that first lookup's (a row with no hash: a component the first had and this one has not); its
+-- cache_events row names the first in components_base.
 ALTER TABLE cache_events ADD COLUMN cache_key VARCHAR;
+ALTER TABLE cache_events ADD COLUMN components INTEGER;       -- how many components torch logged for the key
+ALTER TABLE cache_events ADD COLUMN components_base BIGINT;   -- line_no of the lookup in the same file this one's rows add to
 
 CREATE TABLE cache_key_components (
     run_id          VARCHAR NOT NULL,
     file_id         BIGINT,
-    line_no         BIGINT,             -- the cache event's line: (file_id, line_no) is its cache_events row
+    line_no         BIGINT,             -- the cache lookup's line: (file_id, line_no) is its cache_events row
     compile_id      VARCHAR,
     rank            INTEGER,
     cache           VARCHAR,            -- fx_graph | aotautograd
     part            VARCHAR,            -- graph | config | torch_version | inputs | other
     name            VARCHAR,            -- gm, inductor_config[size_asserts], example_inputs[0], ...
-    hash            VARCHAR,            -- the component's own hash, as logged
+    hash            VARCHAR,            -- the component's own hash, as logged; NULL: absent from this key
     text            VARCHAR,            -- as logged, cut to 8,000 characters
     cut             BOOLEAN             -- text was cut
 );

@@ -15,7 +15,7 @@ from compilewatch.ingest.loader import ingest_paths
 from compilewatch.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
-BUNDLES = sorted((REPO / "tests" / "fixtures" / "cache_miss").glob("cmjob-*.tar.gz"))
+BUNDLES = sorted((REPO / "tests" / "fixtures" / "cache_miss").glob("cmjob-2026*.tar.gz"))
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,9 @@ from compilewatch.review.cache_miss import describe, summary, why_missed
 from compilewatch.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
-BUNDLES = sorted((REPO / "tests" / "fixtures" / "cache_miss").glob("cmjob-*.tar.gz"))
+FIXTURES = REPO / "tests" / "fixtures" / "cache_miss"
+BUNDLES = sorted(FIXTURES.glob("cmjob-2026*.tar.gz"))
+AOT_DEBUG = sorted(FIXTURES.glob("cmjob-aot-*.tar.gz"))     # TORCH_LOGS +aot: AOTAutograd's components too
 
 
 def _runs(store) -> dict[str, str]:
@@ -127,6 +129,35 @@ def test_both_cold_under_other_keys_still_name_the_part(db):
     # the other way round the cold run missed under the very keys the warm run hit: not in the cache
     assert same_key and all(not m.parts and m.baseline_key == m.candidate_key for m in same_key)
     assert "the key was the same, the entry was not in the cache" in describe(same_key)
+
+
+def test_aotautograd_components_at_debug_name_the_part_themselves(tmp_path):
+    """With TORCH_LOGS +aot, torch 2.13 logs AOTAutograd's key components as 2.11 did by default: its
+    miss is explained by its own key, not the FX graph's."""
+    store = open_store(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, AOT_DEBUG).ok
+    with store.read() as con:
+        (warm, _), (config, _) = con.execute("SELECT run_id, label FROM runs ORDER BY started_at").fetchall()
+        misses = why_missed(con, warm, config)
+    aot = next(m for m in misses if m.cache == "aotautograd")
+    assert aot.components_logged and aot.parts == [cache_key.CONFIG]
+    assert [(c.name, c.before, c.after) for c in aot.changes] == [("inductor_config[size_asserts]", "True", "False")]
+    assert aot.sentence() == "the AOTAutograd cache missed on loss_of (0/0): " \
+                             "the inductor config differed (size_asserts: True → False)"
+
+
+def test_a_torch_log_of_aotautograd_key_details_is_text_not_binary(tmp_path):
+    """TORCH_LOGS +aot logs the AOTAutograd key's components, torch_version's hash bytes among them
+    (NULs, control characters): the file is still a TORCH_LOGS text, so the bundle stores whole."""
+    import tarfile
+
+    from compilewatch.ingest.file_kind import TORCH_LOGS, sniff
+    with tarfile.open(AOT_DEBUG[0]) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("torch_logs.txt"))
+        head = tar.extractfile(member).read()
+    assert b"Autograd graph cache hash details for key" in head[:4096] and b"\x00" in head[:4096]
+    (tmp_path / "torch_logs.txt").write_bytes(head)
+    assert sniff(tmp_path / "torch_logs.txt").kind == TORCH_LOGS
 
 
 def test_ducklake_tells_the_same_cause(lake_store, db):

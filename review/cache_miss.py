@@ -141,9 +141,12 @@ def _events(con, run_id: str, rank: int | None) -> dict[str, list[_Event]]:
                                 WHERE {flt} AND rank IS NOT DISTINCT FROM ?""", [run_id, rank]).fetchall()
     finally:
         cur.close()
+    texts = {h: (text, bool(cut)) for _, _, _, h, text, _, cut in comps if text is not None}
     own: dict[tuple[int, int], dict] = {}
     for fid, line, name, h, text, part, cut in comps:
-        own.setdefault((fid, line), {})[name] = (h, text or "", part, bool(cut))
+        if text is None:   # a long text written once per file under its hash (parsers/cache_events.py)
+            text, cut = texts.get(h, ("", False))
+        own.setdefault((fid, line), {})[name] = (h, text, part, bool(cut))
     out: dict[str, list[_Event]] = {}
     for fid, line, cid, cache, outcome, key, reason, base in evs:
         mine = own.get((fid, line), {})
@@ -171,10 +174,7 @@ def _pair_events(a: list[_Event], b: list[_Event]) -> list[tuple[_Event | None, 
         if same is not None:
             left.remove(same)
         pairs.append((same, e))
-    return pairs
-
-
-_TOP_COMMA = re.compile(r",\s*")
+    return sorted(pairs, key=lambda p: p[1].line)
 
 
 def _fields(text: str) -> list[str] | None:
@@ -264,12 +264,10 @@ def why_missed(con, baseline_run: str, candidate_run: str, rank: int | None = No
     for ca, cb in match(compile_frames(con, baseline_run, a_rank), compile_frames(con, candidate_run, b_rank)):
         found = []
         for a, b in _pair_events(ev_a.get(ca.compile_id, []), ev_b.get(cb.compile_id, [])):
-            if b.outcome not in ("miss", "bypass"):
+            # a lookup the baseline did not make is nothing it hit; both missing under one key is two cold caches
+            if b.outcome == "hit" or a is None or \
+                    (a.outcome != "hit" and not (a.outcome == b.outcome == "miss" and a.key != b.key)):
                 continue
-            if a is not None and a.outcome != "hit" and not (a.outcome == b.outcome == "miss" and a.key != b.key):
-                continue
-            if a is None:
-                continue   # the baseline made no such lookup: nothing it hit to compare with
             changes = _changes(a, b, versions) if b.outcome == "miss" else []
             parts = list(dict.fromkeys(c.part for c in changes))
             found.append(CacheMiss(cb.frame, cb.nth, ca.compile_id, cb.compile_id, b.cache, b.graph or a.graph,

@@ -42,13 +42,19 @@ TORCH_VERSION = "torch_version"
 INPUTS = "inputs"
 PROCESS_GROUP = "process_group"
 OTHER = "other"
-PARTS = (GRAPH, CONFIG, TORCH_VERSION, INPUTS, PROCESS_GROUP, OTHER)   # the order a reader is told them
+# The order a reader is told them: causes from outside the program first, since they change what
+# comes after (another torch writes other settings and graphs, other input shapes other constants
+# in the graph), the graph last.
+PARTS = (TORCH_VERSION, CONFIG, INPUTS, PROCESS_GROUP, GRAPH, OTHER)
 PART_LABELS = {GRAPH: "the graph", CONFIG: "a setting", TORCH_VERSION: "the torch build",
                INPUTS: "the input metadata", PROCESS_GROUP: "a process-group name", OTHER: "another key component"}
 
 # What a component's text is kept to: enough to show a setting or an input's metadata whole and a
 # graph's first lines; the hash says whether two components differ, whatever was cut.
 MAX_TEXT = 8000
+# A component's text longer than this (an input's metadata, a graph) is stored once per file and
+# hash: one parameter's metadata recurs in every lookup that takes it. A setting's value is shorter.
+SHORT_TEXT = 100
 
 _LINE = re.compile(r"\[(?P<hash>[0-9a-z]+)\] (?P<name>[^\s:\[]+(?:\[[^\]]*\])?): ?(?P<text>.*)", re.S)
 _GRAPH_ATTRS = frozenset(("gm", "user_defined_triton_source", "triton_kernel_source_codes",

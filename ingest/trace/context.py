@@ -38,6 +38,8 @@ class TraceContext:
         # (rank, cache) -> (line_no, {component name: hash}) of the file's first lookup of that cache
         # with key components: later lookups keep only what differs from it (parsers/cache_events.py)
         self.cache_key_bases: dict[tuple, tuple[int, dict[str, str]]] = {}
+        # hashes of key components whose long text is written in this file already
+        self.cache_key_texts: set[str] = set()
 
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
         self.sink.error(line_no, kind, message, excerpt)

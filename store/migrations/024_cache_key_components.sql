@@ -22,6 +22,7 @@ CREATE TABLE cache_key_components (
     part            VARCHAR,            -- graph | config | torch_version | inputs | other
     name            VARCHAR,            -- gm, inductor_config[size_asserts], example_inputs[0], ...
     hash            VARCHAR,            -- the component's own hash, as logged; NULL: absent from this key
-    text            VARCHAR,            -- as logged, cut to 8,000 characters
+    text            VARCHAR,            -- as logged, cut to 8,000 characters; NULL: a long text this file
+                                        -- holds already under the same hash
     cut             BOOLEAN             -- text was cut
 );

@@ -160,6 +160,23 @@ def test_a_torch_log_of_aotautograd_key_details_is_text_not_binary(tmp_path):
     assert sniff(tmp_path / "torch_logs.txt").kind == TORCH_LOGS
 
 
+def test_another_torch_is_the_torch_build(tmp_path):
+    """The same bench command under torch 2.13.0 and 2.14.1 (sample_logs, both cold): the torch build
+    is told first, by the runs' versions (torch logs a hash of its sources), then the settings it
+    added or changed."""
+    store = open_store(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, [REPO / "sample_logs" / "cpu-torch2.13" / "mlp_default_infer.tar.gz",
+                                REPO / "sample_logs" / "cpu-torch2.14.1" / "mlp_default_infer.tar.gz"]).ok
+    with store.read() as con:
+        (old, _), (new, _) = con.execute("SELECT run_id, torch_version FROM runs ORDER BY torch_version").fetchall()
+        misses = why_missed(con, old, new)
+    fx = next(m for m in misses if m.cache == "fx_graph")
+    assert fx.graph == "inference" and fx.parts[:2] == [cache_key.TORCH_VERSION, cache_key.CONFIG]
+    assert (fx.changes[0].name, fx.changes[0].before, fx.changes[0].after) == ("torch_version", "2.13.0+cpu", "2.14.1+cu130")
+    assert summary(misses).startswith("the FX graph cache missed on inference of inner (0/0): "
+                                      "the torch build differed (torch_version: 2.13.0+cpu → 2.14.1+cu130)")
+
+
 def test_ducklake_tells_the_same_cause(lake_store, db):
     assert ingest_paths(lake_store, BUNDLES).ok
     lake, emb = _runs(lake_store), _runs(open_store(db))

@@ -6,7 +6,8 @@ holds in each torch version and which part of the key a component is). A bypass 
 
 Most components are settings every lookup of a run repeats: the file's first lookup of a cache (and
 rank) keeps them all, a later one only those that differ from the first's, a row with no hash for
-one the first had and it has not, and names the first in ``components_base``
+one the first had and it has not, and names the first in ``components_base``. A long text (an
+input's metadata, a graph) is written once per file: a later component of the same hash has none
 (store/migrations/024_cache_key_components.sql)."""
 from __future__ import annotations
 
@@ -63,10 +64,15 @@ def parse(env, ctx) -> None:
                                   "components": len(comps) if lines else None,
                                   "components_base": base[0] if base else None})
     common = {"line_no": env.line_no, "compile_id": compile_id, "rank": env.rank, "cache": cache}
+    written = ctx.cache_key_texts
     for name, (h, text) in comps.items():
         if base is not None and base[1].get(name) == h:
             continue
         cut = len(text) > cache_key.MAX_TEXT
+        if len(text) > cache_key.SHORT_TEXT and h in written:
+            text, cut = None, False    # written with this hash before in this file: the reader looks it up
+        elif len(text) > cache_key.SHORT_TEXT:
+            written.add(h)
         ctx.sink.row("cache_key_components", {**common, "part": cache_key.part_of(name), "name": name, "hash": h,
                                               "text": text[:cache_key.MAX_TEXT] if cut else text, "cut": cut})
     for name in (base[1].keys() - comps.keys()) if base is not None else ():

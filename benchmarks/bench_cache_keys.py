@@ -6,8 +6,8 @@ Ingests PATHS (default: sample_logs/, every real bundle) twice into fresh embedd
 shipped, once with the cache_events parser's component rows dropped on their way to the sink (the
 ingest as it was before the components were kept). Prints, best of --repeat, the process CPU
 seconds of each ingest (a figure that moves less with a shared machine's load than wall time) and
-wall seconds, the rows and store size each leaves, the component rows per lookup, and the CPU and
-wall seconds of review.cache_miss.why_missed for the pair of runs of one model with the most
+wall seconds, the rows each leaves, the store's bytes in use and the component table's share of
+them, the component rows per lookup, and the CPU and wall seconds of review.cache_miss.why_missed for the pair of runs of one model with the most
 lookups (the rerun against the run before it).
 """
 from __future__ import annotations
@@ -66,8 +66,13 @@ def _ingest(paths: list[Path], folder: Path, keep: bool) -> tuple[float, float, 
         cache_events.parse = real
 
 
-def _size(db: Path) -> int:
-    return sum(p.stat().st_size for p in db.parent.rglob("*") if p.is_file() and "raw" not in p.parts)
+def _size(con) -> tuple[int, int]:
+    """The store's used bytes (its blocks in use: a file's size also counts free blocks and depends
+    on when it was last checkpointed) and the bytes of the component table's blocks."""
+    _, _, block, _, used, *_ = con.execute("PRAGMA database_size").fetchone()
+    comps = con.execute("SELECT count(DISTINCT block_id) FROM pragma_storage_info('cache_key_components') "
+                        "WHERE block_id >= 0").fetchone()[0]
+    return used * block, comps * block
 
 
 def main() -> int:
@@ -81,8 +86,8 @@ def main() -> int:
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory() as tmp:
                 cpu, wall, db = _ingest(args.paths, Path(tmp), keep)
-                size = _size(db)
                 with open_store(db).read() as con:
+                    size = _size(con)
                     events = con.execute("SELECT count(*) FROM cache_events").fetchone()[0]
                     comps = con.execute("SELECT count(*) FROM cache_key_components").fetchone()[0]
                     pair = con.execute("""
@@ -100,11 +105,11 @@ def main() -> int:
                 best[keep] = (cpu, wall, size, events, comps, explain)
     for keep, label in ((False, "without components"), (True, "with components   ")):
         cpu, wall, size, events, comps, _ = best[keep]
-        print(f"ingest {label}: {cpu:6.2f} s CPU, {wall:6.2f} s wall; store {size / 1e6:6.1f} MB; "
-              f"{events:,} lookups, {comps:,} component rows")
+        print(f"ingest {label}: {cpu:6.2f} s CPU, {wall:6.2f} s wall; store {size[0] / 1e6:6.1f} MB in use, "
+              f"the components' table {size[1] / 1e6:.1f} MB; {events:,} lookups, {comps:,} component rows")
     (c0, w0, s0, _, _, _), (c1, w1, s1, events, comps, explain) = best[False], best[True]
-    print(f"components: +{100 * (c1 / c0 - 1):.0f}% ingest CPU, +{100 * (s1 / s0 - 1):.0f}% store size, "
-          f"{comps / max(events, 1):.0f} rows a lookup")
+    print(f"components: +{100 * (c1 / c0 - 1):.0f}% ingest CPU, the table {100 * s1[1] / s1[0]:.0f}% of the "
+          f"store, {comps / max(events, 1):.0f} rows a lookup")
     if explain:
         print(f"why_missed on the busiest pair of runs: {explain[0]:.3f} s CPU, {explain[1]:.3f} s wall, "
               f"{explain[2]} miss(es)")

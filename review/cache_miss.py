@@ -328,3 +328,8 @@ def run_before(con, run_id: str) -> str | None:
     finally:
         cur.close()
     return got[0][0] if got else None
+
+
+def cause(con, baseline_run: str, candidate_run: str, rank: int | None = None) -> str | None:
+    """``summary(why_missed(...))``: the sentence a verdict's cause can carry, None when no lookup missed."""
+    return summary(why_missed(con, baseline_run, candidate_run, rank))

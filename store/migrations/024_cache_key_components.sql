@@ -4,7 +4,7 @@
 -- differ differ in the components whose hashes differ.
 --
 -- A key has 300-700 components, most of them settings that every lookup of a run repeats; stored
--- for each lookup they made an ingest 74% slower and a store 56% larger. So a file's first lookup
+-- for each lookup they made an ingest's CPU 74% higher (docs/PERFORMANCE.md). So a file's first lookup
 -- of each cache (and rank) keeps all its components, and a later one only those that differ from
 -- that first lookup's (a row with no hash: a component the first had and this one has not); its
 -- cache_events row names the first in components_base.

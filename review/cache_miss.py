@@ -103,7 +103,9 @@ def _parts_said(changes: list[ComponentChange], parts: list[str]) -> str:
         label = _ATTR_LABELS.get(attr)
         name = c.name[len(attr) + 1:-1] if label and c.name != attr else c.name
         label = label or ck.PART_LABELS[part]
-        if c.before is not None and c.after is not None:
+        if part == ck.PROCESS_GROUP:
+            said.append(f"{label} differed ({c.before} → {c.after}, in the graph's collectives)")
+        elif c.before is not None and c.after is not None:
             said.append(f"{label} differed ({name}: {c.before} → {c.after})")
         else:
             said.append(f"{label} differed ({name} {'added' if c.before is None else 'gone'})")

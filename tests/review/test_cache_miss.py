@@ -187,6 +187,23 @@ def test_ducklake_tells_the_same_cause(lake_store, db):
     assert on_lake == embedded and "size_asserts" in on_lake
 
 
+def test_another_process_group_is_named_on_both_ranks(tmp_path):
+    """Two gloo ranks whose compiled all_reduce runs over a group named '1', then (another group made
+    first) '2': the graphs are otherwise the same, so the part is the process group, on each rank."""
+    store = open_store(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, sorted(FIXTURES.glob("cmjob-pg-*.tar.gz"))).ok
+    with store.read() as con:
+        (v1, _), (v2, _) = con.execute("SELECT run_id, label FROM runs ORDER BY started_at").fetchall()
+        by_rank = {rank: why_missed(con, v1, v2, rank=rank) for rank in (0, 1)}
+    for misses in by_rank.values():
+        fx = next(m for m in misses if m.cache == "fx_graph")
+        assert (fx.baseline_outcome, fx.candidate_outcome) == ("miss", "miss") and fx.graph == "inference"
+        assert fx.parts == [cache_key.PROCESS_GROUP]
+        assert [(c.name, c.before, c.after) for c in fx.changes] == [("gm", "1", "2")]
+        assert summary(misses).startswith("the FX graph cache missed on inference of step (0/0): "
+                                          "a process-group name differed (1 → 2, in the graph's collectives)")
+
+
 @pytest.mark.parametrize("before, after, part", [
     ("_c10d_functional.all_reduce.default(arg0_1, 'sum', '0')", "_c10d_functional.all_reduce.default(arg0_1, 'sum', '3')",
      cache_key.PROCESS_GROUP),
@@ -194,6 +211,6 @@ def test_ducklake_tells_the_same_cause(lake_store, db):
      cache_key.GRAPH),
 ])
 def test_a_graph_that_differs_only_in_a_group_name_is_the_process_group(before, after, part):
-    # the line as a 2.11 DDP run on two H200s logged it (sample_logs/gpu-h200x2-nccl-torch2.11)
+    # the line as a 2.11 DDP run on two H200s logged it (sample_logs/gpu-h200x2-nccl-torch2.11); cut: not whole
     assert cache_key.graph_change_part(before, after) == part
     assert cache_key.graph_change_part(before, after, cut=True) == cache_key.GRAPH

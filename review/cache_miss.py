@@ -129,18 +129,22 @@ class _Event:
         return ck.graph_role({n: c[1] for n, c in self.components.items()}) if self.cache != "aotautograd" else None
 
 
-def _events(con, run_id: str, rank: int | None) -> dict[str, list[_Event]]:
-    """The run's cache lookups of one rank per compile id, in log order, each with its key's
-    components: its own rows over those of the lookup it names in components_base (a row with no
-    hash: absent from this key)."""
+_ALL_RANKS = object()
+
+
+def _lookups(con, run_id: str, rank=_ALL_RANKS) -> list[_Event]:
+    """The run's cache lookups (of one rank, or all) in log order, each with its key's components: a
+    lookup's own rows over the components of the lookup it names in components_base, the one before
+    it of the same file, rank and cache (a row with no hash: absent from this key)."""
     flt = run_filter(con, run_id)
+    one = "" if rank is _ALL_RANKS else " AND rank IS NOT DISTINCT FROM ?"
+    params = [run_id] if rank is _ALL_RANKS else [run_id, rank]
     cur = con.cursor()
     try:
-        evs = cur.execute(f"""SELECT file_id, line_no, compile_id, cache, outcome, cache_key, reason, components_base
-                              FROM cache_events WHERE {flt} AND rank IS NOT DISTINCT FROM ? ORDER BY file_id, line_no""",
-                          [run_id, rank]).fetchall()
+        evs = cur.execute(f"""SELECT file_id, line_no, rank, compile_id, cache, outcome, cache_key, reason, components_base
+                              FROM cache_events WHERE {flt}{one} ORDER BY file_id, line_no""", params).fetchall()
         comps = cur.execute(f"""SELECT file_id, line_no, name, hash, text, part, cut FROM cache_key_components
-                                WHERE {flt} AND rank IS NOT DISTINCT FROM ?""", [run_id, rank]).fetchall()
+                                WHERE {flt}{one}""", params).fetchall()
     finally:
         cur.close()
     texts = {h: (text, bool(cut)) for _, _, _, h, text, _, cut in comps if text is not None}
@@ -149,14 +153,33 @@ def _events(con, run_id: str, rank: int | None) -> dict[str, list[_Event]]:
         if text is None:   # a long text written once per file under its hash (parsers/cache_events.py)
             text, cut = texts.get(h, ("", False))
         own.setdefault((fid, line), {})[name] = (h, text, part, bool(cut))
-    out: dict[str, list[_Event]] = {}
-    for fid, line, cid, cache, outcome, key, reason, base in evs:
-        mine = own.get((fid, line), {})
-        components = {**own.get((fid, base), {}), **mine} if base is not None else dict(mine)
-        components = {n: c for n, c in components.items() if c[0] is not None}
-        if cid is not None:
-            out.setdefault(cid, []).append(_Event((fid, line), cid, cache, outcome, key, reason, components))
+    latest: dict[tuple, dict] = {}    # (file, rank, cache) -> the components of its latest lookup
+    out = []
+    for fid, line, rnk, cid, cache, outcome, key, reason, base in evs:
+        mine = own.get((fid, line))
+        if base is not None or mine:
+            components = {**latest.get((fid, rnk, cache), {}), **(mine or {})} if base is not None else dict(mine)
+            components = {n: c for n, c in components.items() if c[0] is not None}
+            latest[(fid, rnk, cache)] = components
+        else:
+            components = {}
+        out.append(_Event((fid, line), cid, cache, outcome, key, reason, components))
     return out
+
+
+def _events(con, run_id: str, rank: int | None) -> dict[str, list[_Event]]:
+    """The run's cache lookups of one rank per compile id, in log order."""
+    out: dict[str, list[_Event]] = {}
+    for e in _lookups(con, run_id, rank):
+        if e.compile_id is not None:
+            out.setdefault(e.compile_id, []).append(e)
+    return out
+
+
+def lookup_graphs(con, run_id: str) -> dict[tuple[int, int], str | None]:
+    """(file_id, line_no) of each of the run's cache lookups -> the graph it looked up: forward,
+    backward or inference for an FX graph lookup whose key torch logged, else None."""
+    return {e.line: e.graph for e in _lookups(con, run_id)}
 
 
 def _pair_events(a: list[_Event], b: list[_Event]) -> list[tuple[_Event | None, _Event]]:

@@ -181,24 +181,16 @@ def cache_layers(con, f: Filters) -> pd.DataFrame:
 
 
 def cache_keys(con, f: Filters) -> pd.DataFrame:
-    """The run's compile-cache lookups one by one: compile id, cache, which graph (FX graph lookups),
-    outcome, the key, the bypass reason and how many key components torch logged for it."""
-    from compilewatch.ingest.formats.cache_key import graph_role
+    """The run's compile-cache lookups one by one: compile id, cache, which graph (FX graph lookups,
+    review/cache_miss.py), outcome, the key, the bypass reason and how many key components torch
+    logged for it."""
+    from compilewatch.review.cache_miss import lookup_graphs
     d = _frame(con, """
-    WITH e AS (SELECT file_id, line_no, compile_id, rank, cache, outcome, cache_key, reason, components,
-                      coalesce(components_base, line_no) AS base FROM cache_events WHERE {run}),
-         c AS (SELECT file_id, line_no, any_value(text) FILTER (name = 'fx_kwargs[is_backward]') AS is_backward,
-                      any_value(text) FILTER (name = 'fx_kwargs[is_inference]') AS is_inference
-               FROM cache_key_components WHERE {run} AND name IN ('fx_kwargs[is_backward]', 'fx_kwargs[is_inference]')
-               GROUP BY ALL)
-    SELECT e.compile_id, e.rank, e.cache, e.outcome, e.cache_key, e.reason AS bypass_reason, e.components,
-           coalesce(c.is_backward, b.is_backward) AS is_backward, coalesce(c.is_inference, b.is_inference) AS is_inference
-    FROM e LEFT JOIN c ON c.file_id = e.file_id AND c.line_no = e.line_no
-           LEFT JOIN c b ON b.file_id = e.file_id AND b.line_no = e.base
-    ORDER BY e.file_id, e.line_no LIMIT 2000""", f, [f.run_id])
-    d.insert(3, "graph", [graph_role({"fx_kwargs[is_backward]": b, "fx_kwargs[is_inference]": i})
-                          for b, i in zip(d["is_backward"], d["is_inference"])])
-    return d.drop(columns=["is_backward", "is_inference"])
+    SELECT file_id, line_no, compile_id, rank, cache, outcome, cache_key, reason AS bypass_reason, components
+    FROM cache_events WHERE {run} ORDER BY file_id, line_no LIMIT 2000""", f)
+    graphs = lookup_graphs(con, f.run_id) if len(d) else {}
+    d.insert(5, "graph", [graphs.get((fid, line)) for fid, line in zip(d["file_id"], d["line_no"])])
+    return d.drop(columns=["file_id", "line_no"])
 
 
 def run_before(con, f: Filters) -> pd.DataFrame:

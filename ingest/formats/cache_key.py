@@ -76,6 +76,12 @@ _GROUP_KW = re.compile(r"(group_name\s*=\s*)'([^']*)'")
 
 def split(line: str) -> tuple[str, str, str] | None:
     """(hash, name, text) of one component line; None for a line of another shape."""
+    # str.partition first: a key has hundreds of lines, some of them graphs of many KB
+    if line[:1] == "[":
+        h, sep, rest = line[1:].partition("] ")
+        name, sep2, text = rest.partition(": ")
+        if sep and sep2 and h.isalnum() and " " not in name and ":" not in name:
+            return h, name, text
     m = _LINE.fullmatch(line)
     return (m["hash"], m["name"], m["text"]) if m else None
 

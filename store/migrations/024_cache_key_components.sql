@@ -5,12 +5,12 @@
 --
 -- A key has 300-700 components, most of them settings that every lookup of a run repeats; stored
 -- for each lookup they made an ingest's CPU 74% higher (docs/PERFORMANCE.md). So a file's first lookup
--- of each cache (and rank) keeps all its components, and a later one only those that differ from
--- that first lookup's (a row with no hash: a component the first had and this one has not); its
--- cache_events row names the first in components_base.
+-- of each cache (and rank) keeps all its components, and each later one only those that differ from
+-- the lookup before it (a row with no hash: a component that one had and this one has not); its
+-- cache_events row names that lookup in components_base.
 ALTER TABLE cache_events ADD COLUMN cache_key VARCHAR;
 ALTER TABLE cache_events ADD COLUMN components INTEGER;       -- how many components torch logged for the key
-ALTER TABLE cache_events ADD COLUMN components_base BIGINT;   -- line_no of the lookup in the same file this one's rows add to
+ALTER TABLE cache_events ADD COLUMN components_base BIGINT;   -- line_no of the lookup (same file, rank, cache) this one's rows add to
 
 CREATE TABLE cache_key_components (
     run_id          VARCHAR NOT NULL,

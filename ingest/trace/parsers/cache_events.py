@@ -5,8 +5,8 @@ holds in each torch version and which part of the key a component is). A bypass 
 ``cache_bypass_reason`` and no key.
 
 Most components are settings every lookup of a run repeats: the file's first lookup of a cache (and
-rank) keeps them all, a later one only those that differ from the first's, a row with no hash for
-one the first had and it has not, and names the first in ``components_base``. A long text (an
+rank) keeps them all, each later one only those that differ from the lookup before it, a row with no
+hash for one that had it and this one has not, and names that lookup in ``components_base``. A long text (an
 input's metadata, a graph) is written once per file: a later component of the same hash has none
 (store/migrations/024_cache_key_components.sql)."""
 from __future__ import annotations
@@ -57,7 +57,7 @@ def parse(env, ctx) -> None:
     comps = _components(env, ctx, lines) if lines else {}
     bases = ctx.cache_key_bases
     base = bases.get((env.rank, cache)) if comps else None
-    if comps and base is None:
+    if comps:
         bases[(env.rank, cache)] = (env.line_no, {n: h for n, (h, _) in comps.items()})
     ctx.sink.row("cache_events", {"line_no": env.line_no, "compile_id": compile_id, "rank": env.rank,
                                   "cache": cache, "outcome": outcome, "reason": reason, "cache_key": key,

@@ -87,6 +87,13 @@ SETTINGS: tuple[Setting, ...] = (
         "bootstrap", "COMPILEWATCH_BOOTSTRAP", "1",
         "Set to 0 to skip ingesting sample_logs on first start (an empty database then shows how to add data).",
     ),
+    Setting(
+        "host_probe", "COMPILEWATCH_HOST_PROBE", "1",
+        "Set to 0 to skip the host probe `compilewatch collect` times before and after each job (a short "
+        "fixed workload in a process of its own: the evidence the review reads before it puts a slower "
+        "step down to the machine).",
+        secret=False, option="--no-probe",
+    ),
     # -- the weekly review's detection (review/rules.py reads these; README lists them) --------------
     Setting(
         "review_baseline", "COMPILEWATCH_REVIEW_BASELINE", "previous",

@@ -21,10 +21,14 @@ from pathlib import PurePath
 from compilewatch.core.errors import NotFoundError
 from compilewatch.deepdive.artifacts import fetch, rows
 from compilewatch.store.compile_match import frame_of, match, pick_rank
+from compilewatch.store.compile_time import per_compile
 
-PHASES = (("entire_frame_compile_time_s", "total"), ("backend_compile_time_s", "backend (AOT + Inductor)"),
+# "total" is what the job waited for the compile (store/compile_time.py): the forward's frame
+# compile, the backward compile and the runtime autotuning; the forward's phases beside them
+PHASES = (("total_s", "total"), ("entire_frame_compile_time_s", "forward"),
+          ("backend_compile_time_s", "backend (AOT + Inductor)"),
           ("inductor_compile_time_s", "Inductor"), ("code_gen_time_s", "code generation"),
-          ("autotune_time_s", "autotuning"))
+          ("autotune_time_s", "autotuning"), ("backward_s", "backward"), ("runtime_autotune_s", "runtime autotuning"))
 GRAPH_KINDS = ("dynamo_output_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _BIG_NUMBER = re.compile(r"(?<![\w.])\d{7,}(?![\w.])")        # ids, ___check_obj_id(x, 140400820326048)
@@ -141,9 +145,9 @@ def _compiles(con, run_id: str, rank: int | None) -> list[Compile]:
         SELECT compile_id, any_value(co_name) AS fn, any_value(co_filename) AS file, any_value(co_firstlineno) AS line,
                min(frame_id) AS frame_id, min(frame_compile_id) AS fcid, min(attempt) AS attempt,
                {', '.join(f'max({c}) AS {c}' for c, _ in PHASES)}, max(graph_op_count) AS ops, min(line_no) AS first
-        FROM compiles WHERE run_id = ? AND compile_id IS NOT NULL AND rank IS NOT DISTINCT FROM ?
+        FROM ({per_compile("run_id = ?")}) WHERE has_forward AND compile_id IS NOT NULL AND rank IS NOT DISTINCT FROM ?
         GROUP BY compile_id ORDER BY frame_id NULLS LAST, fcid NULLS LAST, attempt NULLS LAST, first""",
-                 [run_id, rank])
+                 [run_id, run_id, rank])
     arts = rows(con, "SELECT compile_id, kind, file_id, line_no FROM artifacts WHERE run_id = ? "
                      "AND rank IS NOT DISTINCT FROM ? AND kind IN ('dynamo_output_graph', 'aot_forward_graph', "
                      "'aot_backward_graph', 'aot_inference_graph', 'inductor_output_code', 'dynamo_cpp_guards_str', "

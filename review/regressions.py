@@ -90,6 +90,28 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class CausePart:
+    """One part of why a verdict moved, from what the store holds: the compile diff of the busiest
+    changed frame, the frame and phase whose compile time grew, why the cache missed, the ranks
+    that carry the change, a setting that differs, or the trade (what moved the other way)."""
+    kind: str        # graphs | compile_phase | cache_miss | ranks | setting | trade
+    text: str
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why, in one sentence (``text``) and in parts; ``frame`` names the changed frame whose diff
+    the verdict's Compare link opens (co_name, co_file, co_firstlineno), where one is known."""
+    text: str
+    parts: tuple[CausePart, ...] = ()
+    frame: dict | None = None
+
+    def to_json(self) -> dict:
+        return {"text": self.text, "parts": [asdict(p) for p in self.parts], "frame": self.frame}
+
+
+@dataclass(frozen=True)
 class Verdict:
     status: str
     model: str
@@ -105,6 +127,8 @@ class Verdict:
     flagged: tuple[str, ...] = ()     # candidate runs that crossed the rule
     summary: str = ""
     evidence: tuple[Evidence, ...] = ()
+    cause: Cause | None = None        # why it moved (review/causes.py), for regressions and suspicious changes
+    cost_s: float | None = None       # what it costs per week in seconds (review/cost.py), where it can be told
 
     @property
     def worse(self) -> bool:
@@ -123,7 +147,8 @@ class Verdict:
                 "kind": self.kind or self.metric, "subject": self.subject, "unit": self.unit,
                 "direction": self.direction, "baseline": side(self.baseline), "candidate": side(self.candidate),
                 "change": self.change, "flagged_runs": list(self.flagged), "summary": self.summary,
-                "evidence": [asdict(e) for e in self.evidence]}
+                "evidence": [asdict(e) for e in self.evidence],
+                "cause": self.cause.to_json() if self.cause else None, "cost_per_week_s": self.cost_s}
 
 
 def _sd(values: np.ndarray) -> float:

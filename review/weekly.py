@@ -12,7 +12,7 @@ import pandas as pd
 
 from compilewatch.ingest.formats import cudagraphs as cudagraph_hints
 from compilewatch.ingest.formats.guard_text import full_path, split_guard
-from compilewatch.review import host
+from compilewatch.review import causes, cost, host
 from compilewatch.review import series as S
 from compilewatch.review.baseline import Sides, Spec, Window, resolve_sides, spec_where, window_where
 from compilewatch.review.changepoints import ChangePoint, change_points
@@ -60,9 +60,13 @@ class Review:
     storms: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def having(self, *statuses: str) -> list[Verdict]:
+        """The verdicts of these statuses, worst status first, then the model x hardware whose
+        regressions cost most a week (review/cost.py: the fix that pays most), then by metric."""
         order = {REGRESSION: 0, SUSPICIOUS: 1, IMPROVEMENT: 2}
+        costs = cost.group_costs(self.verdicts)
         return sorted((v for v in self.verdicts if v.status in statuses),
-                      key=lambda v: (order.get(v.status, 9), v.model, v.hardware, v.metric, -_size(v)))
+                      key=lambda v: (order.get(v.status, 9), -costs.get((v.model, v.hardware), 0.0), v.model,
+                                     v.hardware, -(v.cost_s or 0.0), v.metric, -_size(v)))
 
     @property
     def regressions(self) -> list[Verdict]:
@@ -435,6 +439,7 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
                       Window() if sides.candidate else windows[1])
     data = load_series(con, sides, since, rules, models, hardware, run_ids, with_hotspots)
     verdicts, cps, notes = judge(data, rules, with_changepoints)
+    verdicts = causes.attach(con, cost.attach(verdicts), cache_states(data.values))
     desc_b, desc_c = sides.describe()
     return Review(desc_b, desc_c, rules, data.base, data.cand, verdicts, cps, notes, data.values,
                   hotspots=_hotspots(data.keys, data.cand) if with_hotspots else pd.DataFrame(),
@@ -509,6 +514,12 @@ def previous_version(runs: pd.DataFrame, min_runs: int) -> tuple[pd.DataFrame, p
 
 # judged apart per compile-cache state: a cold compile costs several times a warm one
 CACHE_STATE_METRICS = ("compile_time", "time_to_first_step")
+
+
+def cache_states(values: pd.DataFrame) -> dict[str, str]:
+    """Each run's compile-cache state (``cache_state``) from its cache_hit_rate value."""
+    rates = values.loc[values["metric"] == "cache_hit_rate", ["run_id", "value"]]
+    return {rid: cache_state(rate) for rid, rate in rates.itertuples(index=False)}
 
 
 def cache_state(hit_rate: float | None) -> str:

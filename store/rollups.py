@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from compilewatch.store.compile_time import PER_COMPILE
 from compilewatch.store.run_filter import runs_match, runs_param
 
 # The hotspot grouping of a graph break; parsers fill break_key, the fallback keeps rows from an
@@ -20,9 +21,10 @@ from compilewatch.store.run_filter import runs_match, runs_param
 BREAK_KEY = ("coalesce(gb.break_key, concat_ws(' | ', gb.gb_type, gb.reason_norm, "
              "gb.user_file || ':' || gb.user_line))")
 
-# Each compile phase of one compile (``c``), in seconds (app/queries/compile_time.py says what
+# Each phase of one compile's forward (``c``), in seconds (app/queries/compile_time.py says what
 # each is). A compile missing a field counts that phase as 0, so the phases never add up to more
-# than the frame's total.
+# than the forward's total. The backward and the runtime autotuning are phases of their own
+# (store/compile_time.py: backward_s, runtime_autotune_s).
 PHASE_EXPRS = (
     ("tracing_s", "greatest(coalesce(c.entire_frame_compile_time_s, 0) - coalesce(c.backend_compile_time_s, 0), 0)"),
     ("aot_s", "greatest(coalesce(c.backend_compile_time_s, 0) - coalesce(c.inductor_compile_time_s, 0), 0)"),
@@ -57,14 +59,16 @@ _ROLLUPS = {
         SELECT run_id, function, limit_name, count(*), any_value(limit_value), any_value(file),
                any_value(line), any_value(reason)
         FROM limit_hits WHERE {flt} GROUP BY ALL""",
+    # total_s counts each compile's forward, backward and runtime autotuning (store/compile_time.py)
     "rollup_compile_time": f"""
-        SELECT c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno, any_value(c.co_filename), count(*),
-               count(*) FILTER (WHERE c.is_recompile),
-               sum(c.entire_frame_compile_time_s),
-               sum(coalesce(c.entire_frame_compile_time_s, 0)) FILTER (WHERE c.is_recompile),
+        SELECT c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno, any_value(c.co_filename),
+               count(*) FILTER (WHERE c.has_forward), count(*) FILTER (WHERE c.is_recompile),
+               sum(c.total_s),
+               sum(coalesce(c.total_s, 0)) FILTER (WHERE c.is_recompile),
                {", ".join(f"sum({e})" for _, e in PHASE_EXPRS)},
-               coalesce(sum(m.n), 0), coalesce(sum(coalesce(c.entire_frame_compile_time_s, 0)) FILTER (WHERE m.n > 0), 0)
-        FROM (SELECT * FROM compiles WHERE {{flt}}) c
+               coalesce(sum(m.n), 0), coalesce(sum(coalesce(c.total_s, 0)) FILTER (WHERE m.n > 0), 0),
+               sum(c.forward_s), sum(c.backward_s), sum(c.runtime_autotune_s)
+        FROM ({PER_COMPILE}) c
         LEFT JOIN (SELECT file_id, compile_id, count(*) AS n FROM cache_events
                    WHERE {{flt}} AND outcome = 'miss' GROUP BY ALL) m USING (file_id, compile_id)
         GROUP BY c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno""",

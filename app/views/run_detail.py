@@ -77,9 +77,11 @@ with tabs[0]:
     ui.table(compiles, key="rd_compiles", empty="No compiles recorded for this run.",
              compile_id=ui.text_col("Compile id", "small"), rank=ui.count_col("Rank"), co_name=ui.text_col("Function"),
              code=ui.text_col("Code", "medium"),
-             entire_frame_compile_time_s=ui.num_col("Frame compile", "%.2f s"),
+             total_s=ui.num_col("Compile time", "%.2f s"),
+             entire_frame_compile_time_s=ui.num_col("Forward (frame compile)", "%.2f s"),
              backend_compile_time_s=ui.num_col("Backend", "%.2f s"), inductor_compile_time_s=ui.num_col("Inductor", "%.2f s"),
-             code_gen_time_s=ui.num_col("Codegen", "%.2f s"), guard_count=ui.count_col("Guards"),
+             code_gen_time_s=ui.num_col("Codegen", "%.2f s"), backward_s=ui.num_col("Backward", "%.2f s"),
+             runtime_autotune_s=ui.num_col("Runtime autotuning", "%.2f s"), guard_count=ui.count_col("Guards"),
              shape_env_guard_count=ui.count_col("Shape guards"), graph_op_count=ui.count_col("Ops"),
              graph_node_count=ui.count_col("Nodes"), graph_input_count=ui.count_col("Inputs"),
              cache_size=ui.count_col("Cache size"), is_recompile=st.column_config.CheckboxColumn("Recompile"),
@@ -210,7 +212,19 @@ with tabs[8]:
 with tabs[9]:
     deep_dive.stack_trie(f)
 with tabs[10]:
-    st.markdown("**CUDA graphs** (`mode=\"reduce-overhead\"`): why they were skipped, and re-recordings per input size")
+    st.markdown("**CUDA graphs** (`mode=\"reduce-overhead\"`): how much of the run they held, why they were "
+                "skipped, and re-recordings per input size")
+    cover = ui.load(run_detail.cudagraph_coverage, f)
+    if cover is not None and len(cover):
+        st.caption(f"CUDA-graph coverage: **{cover['coverage'].iloc[0]}**")
+    ui.table(cover, key="rd_cudagraph_coverage",
+             empty="This run recorded, skipped and split no CUDA graph (not mode=\"reduce-overhead\", or on the CPU).",
+             cudagraph_graphs=ui.count_col("Graphs recorded"), cudagraph_partitions=ui.count_col("Partitions"),
+             cudagraph_skips=ui.count_col("Skips (log)"), skips_counted_by_torch=ui.count_col("Skips (torch's counter)"),
+             cudagraph_rerecords=ui.count_col("Re-recordings"),
+             replayed_pct=ui.num_col("Compiled calls replayed", "%.0f%%"),
+             replays=ui.count_col("Replays"), compiled_calls=ui.count_col("Compiled calls"),
+             coverage=ui.text_col("Coverage", "large"))
     ui.table(ui.load(run_detail.cudagraph_events, f), key="rd_cudagraphs",
              empty="No CUDA-graph skip or re-recording in this run's log.",
              event=ui.text_col("Event", "small"), category=ui.text_col("Category", "small"),

@@ -170,6 +170,19 @@ def cmd_summarize(args) -> int:
     return 1 if (args.strict and summary["errors"]) else 0
 
 
+def _print_cudagraphs(figures: dict) -> None:
+    """A dry check's CUDA-graph coverage over the paths given, and each skip with torch's reason."""
+    from compilewatch.review.cudagraph_coverage import describe, from_summary
+
+    print(f"  CUDA graphs: {safe(describe(from_summary(figures)))}")
+    for s in figures["skip_reasons"]:
+        where = f" at {s['where']}" if s["where"] else ""
+        print(f"    skipped due to {safe(s['reason'])}{safe(where)} (x{s['count']})")
+    if figures["skips_counted_by_torch"] > figures["skips"]:
+        print(f"    torch counted {figures['skips_counted_by_torch']} skip(s) the log gives no reason for "
+              "(a log collected without TORCH_LOGS=cudagraphs, or a graph on the CPU)")
+
+
 SPEC_HELP = ("KEY=VALUE, repeatable or comma-separated; KEY: label, torch, commit, run, hardware, model "
              "(same key twice: either value; different keys: both)")
 
@@ -221,8 +234,16 @@ def cmd_check(args) -> int:
                              "ingest the week's runs first, give --since a longer span, or name the sides "
                              "with --baseline SPEC --candidate SPEC")
     failed = bool(problems) or bool(result and result.regressions)
+    coverage = []
+    if result is not None:
+        from compilewatch.review.cudagraph_coverage import by_model
+        from compilewatch.store import open_store
+
+        with open_store(args.db).read() as con:
+            coverage = by_model(con, result.baseline_runs, result.candidate_runs)
     if args.json:
         out = result.to_json() if result else {"regressions": []}
+        out["cudagraph_coverage"] = coverage
         out["limits"] = {"exceeded": problems, "summary": summary}
         out["status"] = "failed" if failed else "passed"
         print(json.dumps(out, indent=2, default=str))
@@ -236,6 +257,8 @@ def cmd_check(args) -> int:
     elif summary is not None:
         print(f"compilewatch check: limits passed: {summary['graph_breaks']} graph breaks, {summary['recompiles']} "
               f"recompiles, {summary['limit_hits']} limit hits in {summary['files']} file(s)")
+    if summary is not None and summary.get("cudagraphs"):
+        _print_cudagraphs(summary["cudagraphs"])
     if result is not None:
         from compilewatch.review import wording
 
@@ -246,10 +269,17 @@ def cmd_check(args) -> int:
         for n in result.notes:
             if n.kind == "own_history":
                 print(f"  own history: {safe(n.text)}")
+        for c in coverage:
+            print(f"  CUDA graphs {safe(c['model'])} on {safe(c['hardware'])}: "
+                  + safe(c["change"] or f"{c['candidate']}" + (" (as the baseline)" if c["baseline"] else "")))
         for title, items in (("REGRESSION", result.regressions), ("suspicious", result.suspicious),
                              ("better", result.improvements)):
             for v in items:
                 print(f"  {title:<10} {safe(wording.title(v))} ({safe(wording.change(v))}) — {safe(v.summary)}")
+                if wording.cause(v):
+                    print(f"             cause: {safe(wording.cause(v))}")
+                if wording.cost(v):
+                    print(f"             costs: {safe(wording.cost(v))}")
                 for e in v.evidence:
                     print(f"             {e.kind}: {safe(e.text)}")
         for n in result.notes:
@@ -503,11 +533,13 @@ def cmd_compile_time(args) -> int:
                           "runtime_linkage": json.loads(linkage.to_json(orient="records"))}, indent=2))
         return 0
     print(_table([[r.co_name, r.code, f"{r.total_s:.1f}", f"{r.share_pct or 0:.1f}%", r.dominant or "-",
-                   f"{r.tracing_s:.1f}", f"{r.aot_s:.1f}", f"{r.inductor_s:.1f}", f"{r.autotune_s:.1f}",
+                   f"{r.forward_s:.1f}", f"{r.tracing_s:.1f}", f"{r.aot_s:.1f}", f"{r.inductor_s:.1f}",
+                   f"{r.autotune_s:.1f}", f"{r.backward_s:.1f}", f"{r.runtime_autotune_s:.1f}",
                    r.compiles, r.recompiles, r.cache_misses, r.runs, r.torch_versions or "-"]
                   for r in frames.itertuples()],
-                 ["function", "frame", "compile s", "share", "dominant", "tracing", "AOT", "Inductor", "autotune",
-                  "compiles", "recompiles", "cache misses", "runs", "torch"]))
+                 ["function", "frame", "compile s", "share", "dominant", "forward", "tracing", "AOT", "Inductor",
+                  "autotune", "backward", "runtime autotune", "compiles", "recompiles", "cache misses", "runs",
+                  "torch"]))
     print()
 
     def num(v, fmt):
@@ -643,6 +675,8 @@ def _collector_failed(e: CompileWatchError) -> int:
              help="stop CMD after S seconds (SIGTERM, then SIGKILL); the bundle says end_reason=timeout"),
          arg("--archive", action="store_true", help="write <bundle>.tar.gz instead of a folder"),
          arg("--no-hooks", action="store_true", help="don't inject the timing hooks (logs and trace only)"),
+         arg("--no-probe", action="store_true",
+             help="don't time the host probe before and after CMD (env COMPILEWATCH_HOST_PROBE=0)"),
          arg("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS..."),
          description="Run CMD with TORCH_LOGS and TORCH_TRACE pointed into a new bundle, timing every "
                      "torch.compile'd callable, and write the bundle however CMD ends. Exits with CMD's status.")
@@ -656,7 +690,8 @@ def cmd_collect(args) -> int:
         return 2
     try:
         result = collect(command, args.out, model=args.model, label=args.label, logs=args.logs,
-                         timeout=args.timeout, archive=args.archive, hooks=not args.no_hooks)
+                         timeout=args.timeout, archive=args.archive, hooks=not args.no_hooks,
+                         probe=False if args.no_probe else None)
     except CompileWatchError as e:
         return _collector_failed(e)
     print(f"compilewatch: {result.end_reason} (exit status {result.exit_status}); bundle: {result.bundle}",

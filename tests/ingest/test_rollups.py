@@ -50,6 +50,35 @@ def _with_break_key(gb: pd.DataFrame) -> pd.DataFrame:
     return gb.assign(k=key.where(key.notna(), fallback))
 
 
+_SECONDS = ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s", "forward_s", "backward_s", "runtime_autotune_s")
+_FRAME_COMPILE = ["file_id", "rank", "compiled_autograd_id", "frame_id", "frame_compile_id"]
+
+
+def _with_later(con, c: pd.DataFrame) -> pd.DataFrame:
+    """The compiles with each frame compile's backward and runtime autotuning seconds (from
+    later_compile_metrics) on its last compiles row, and total_s = forward + backward + runtime
+    autotuning: what the job waited for (store/compile_time.py)."""
+    later = _raw(con, "later_compile_metrics")
+    def key(frame):
+        ids = [frame[col].map(lambda v: "<null>" if pd.isna(v) else str(int(v))) for col in _FRAME_COMPILE]
+        return ids[0].str.cat(ids[1:], sep="|") if len(frame) else pd.Series([], dtype=str)
+    later["key"] = key(later)
+    old = later[later["event"] == "aot_autograd_backward_compilation_metrics"].groupby("key")["backward_compile_time_s"].sum()
+    bwd = later[later["event"] == "bwd_compilation_metrics"].groupby("key")["backward_compile_time_s"].sum()
+    per = pd.DataFrame({"backward_s": old.combine_first(bwd),
+                        "runtime_autotune_s": later.groupby("key")["runtime_autotune_time_s"].sum(min_count=1)})
+    c = c.assign(key=key(c)).sort_values("line_no")
+    last = ~c.duplicated("key", keep="last") & c["frame_id"].notna()
+    assert set(per.index) <= set(c.loc[last, "key"]), "a later record without its compile"
+    c = c.join(per, on="key")
+    for col in ("backward_s", "runtime_autotune_s"):
+        c[col] = c[col].where(last, None).astype(float)
+    logged = c[["entire_frame_compile_time_s", "backward_s", "runtime_autotune_s"]]
+    c["total_s"] = logged.fillna(0).sum(axis=1).where(logged.notna().any(axis=1))
+    c[["backward_s", "runtime_autotune_s"]] = c[["backward_s", "runtime_autotune_s"]].fillna(0)
+    return c.drop(columns="key")
+
+
 def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     """Per rollup table: the aggregate of the raw rows (pandas), and the columns compared."""
     gb = _with_break_key(_raw(con, "graph_breaks"))
@@ -86,6 +115,7 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     c["inductor_s"] = (z["inductor_compile_time_s"] - z["autotune_time_s"]).clip(lower=0)
     c["autotune_s"] = np.minimum(z["autotune_time_s"], c["inductor_compile_time_s"].fillna(z["autotune_time_s"]))
     c["recompile"] = c["is_recompile"].fillna(False).astype(bool)
+    c = _with_later(con, c)
     ce = _raw(con, "cache_events")
     misses = ce[ce["outcome"] == "miss"].groupby(["file_id", "compile_id"]).size().rename("m").reset_index()
     c = c.merge(misses, on=["file_id", "compile_id"], how="left")
@@ -93,14 +123,15 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     cols = ["run_id", "co_name", "co_file", "co_firstlineno"]
     ct = c.groupby(cols, dropna=False).agg(
         compiles=("line_no", "size"), recompiles=("recompile", "sum"),
-        total_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)),
+        total_s=("total_s", lambda s: s.sum(min_count=1)),
         tracing_s=("tracing_s", "sum"), aot_s=("aot_s", "sum"), inductor_s=("inductor_s", "sum"),
-        autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum")).reset_index()
-    for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
+        autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum"),
+        forward_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)), backward_s=("backward_s", "sum"),
+        runtime_autotune_s=("runtime_autotune_s", "sum")).reset_index()
+    for col in _SECONDS:
         ct[col] = ct[col].round(6)
     ct["cache_misses"] = ct["cache_misses"].astype(int)
-    out["rollup_compile_time"] = (ct, [*cols, "compiles", "recompiles", "total_s", "tracing_s", "aot_s",
-                                       "inductor_s", "autotune_s", "cache_misses"])
+    out["rollup_compile_time"] = (ct, [*cols, "compiles", "recompiles", *_SECONDS, "cache_misses"])
     st = _raw(con, "step_timings")
     cols = ["run_id", "callable", "mode"]
     steps = st.groupby(cols, dropna=False).agg(
@@ -111,8 +142,7 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     out["rollup_steps"] = (steps, [*cols, "calls", "compile_steps", "steady_calls", "steady_ms"])
     counts = [frame.groupby("run_id").size().rename(name) for frame, name in
               ((gb, "graph_breaks"), (rc, "recompiles"), (lh, "limit_hits"), (gf, "guard_failures"))]
-    totals = pd.concat([*counts, c.groupby("run_id")["entire_frame_compile_time_s"].sum(min_count=1)
-                        .rename("compile_s")], axis=1)
+    totals = pd.concat([*counts, c.groupby("run_id")["total_s"].sum(min_count=1).rename("compile_s")], axis=1)
     totals = totals.fillna({k: 0 for k in ("graph_breaks", "recompiles", "limit_hits", "guard_failures")})
     totals["compile_s"] = totals["compile_s"].astype(float).round(6)
     totals = totals.astype({k: int for k in ("graph_breaks", "recompiles", "limit_hits", "guard_failures")})
@@ -160,13 +190,16 @@ def _per_cell(level: str, cell: list[str], runs: pd.DataFrame, gb: pd.DataFrame,
     frame = [*cell, "co_name", "co_file", "co_firstlineno"]
     ct = c.merge(runs[["run_id", *cell]], on="run_id").groupby(frame, dropna=False).agg(
         runs=("run_id", "nunique"), compiles=("line_no", "size"), recompiles=("recompile", "sum"),
-        total_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)),
-        tracing_s=("tracing_s", "sum"), autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum")).reset_index()
-    for col in ("total_s", "tracing_s", "autotune_s"):
+        total_s=("total_s", lambda s: s.sum(min_count=1)),
+        tracing_s=("tracing_s", "sum"), autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum"),
+        forward_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)), backward_s=("backward_s", "sum"),
+        runtime_autotune_s=("runtime_autotune_s", "sum")).reset_index()
+    for col in ("total_s", "tracing_s", "autotune_s", "forward_s", "backward_s", "runtime_autotune_s"):
         ct[col] = ct[col].round(6)
     ct["cache_misses"] = ct["cache_misses"].astype(int)
     out[f"rollup_{level}_compile_time"] = (ct, [*frame, "runs", "compiles", "recompiles", "total_s", "tracing_s",
-                                                "autotune_s", "cache_misses"])
+                                                "autotune_s", "forward_s", "backward_s", "runtime_autotune_s",
+                                                "cache_misses"])
     b = gb.merge(runs[["run_id", "t", *cell]], on="run_id").groupby([*cell, "k"], dropna=False).agg(
         n=("run_id", "size"), runs=("run_id", "nunique"), first_seen=("t", "min"), last_seen=("t", "max"))
     b = b.reset_index().rename(columns={"k": "break_key"})
@@ -189,8 +222,9 @@ def assert_rollups_match(store) -> dict[str, int]:
                 if col in got:
                     got[col] = pd.to_datetime(got[col]).dt.strftime("%Y-%m-%d %H:%M:%S.%f")
             if table in ("rollup_compile_time", "rollup_day_compile_time", "rollup_month_compile_time"):
-                for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
-                    got[col] = got[col].astype(float).round(6)
+                for col in _SECONDS:
+                    if col in got:
+                        got[col] = got[col].astype(float).round(6)
             if table == "rollup_run_totals":
                 got["compile_s"] = got["compile_s"].astype(float).round(6)
             if table == "rollup_steps":
@@ -266,9 +300,13 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
                   "rollup_day_graph_breaks", "rollup_run_totals", "rollup_steps", "rollup_month_guard_failures",
                   "rollup_month_recompiles", "rollup_month_compile_time", "rollup_month_graph_breaks"):
             con.execute(f"DROP TABLE {t}")
+        # and from before 018 (its backfill builds the compile-time rollups)
+        con.execute("DROP TABLE later_compile_metrics")
+        for col in ("time_to_first_step_s", "first_step_source"):
+            con.execute(f"ALTER TABLE timing_summaries DROP COLUMN {col}")
         con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql', "
                     "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql', "
-                    "'014_month_rollups.sql')")
+                    "'014_month_rollups.sql', '018_compile_total.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 

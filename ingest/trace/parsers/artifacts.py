@@ -39,6 +39,7 @@ VALUE_EVENTS = (
     # 2.10+: the backward compile's metrics, and runtime records (CUDA-graph recording, autotuning at
     # first call) that come after the compile; kept per compile id and shown with its artifacts
     "bwd_compilation_metrics", "compilation_metrics_runtime", "bwd_compilation_metrics_runtime",
+    "aot_autograd_backward_compilation_metrics",   # 2.3-2.4's name of the backward compile's record
 )
 
 _STACK_KEYS = ("stack", "user_stack")

@@ -21,6 +21,7 @@ from pathlib import PurePath
 from compilewatch.core.errors import NotFoundError
 from compilewatch.deepdive.artifacts import fetch, rows
 from compilewatch.ingest.formats.artifact_text import comparable, graph_ops, guard_set, kernels, normalise
+from compilewatch.store.compile_match import frame_of, match, pick_rank
 from compilewatch.store.compile_time import per_compile
 
 # "total" is what the job waited for the compile (store/compile_time.py): the forward's frame
@@ -90,16 +91,8 @@ class RunDiff:
                 "only_candidate": [one(c) for c in self.only_candidate]}
 
 
-def _pick_rank(con, run_id: str, rank: int | None) -> int | None:
-    """The rank to compare: the one asked for, else a single-process run's (None), else rank 0's."""
-    if rank is not None:
-        return rank
-    ranks = [r["rank"] for r in rows(con, "SELECT DISTINCT rank FROM compiles WHERE run_id = ?", [run_id])]
-    return None if None in ranks or not ranks else min(ranks)
-
-
 def _compiles(con, run_id: str, rank: int | None) -> list[Compile]:
-    rank = _pick_rank(con, run_id, rank)
+    rank = pick_rank(con, run_id, rank)
     found = rows(con, f"""
         SELECT compile_id, any_value(co_name) AS fn, any_value(co_filename) AS file, any_value(co_firstlineno) AS line,
                min(frame_id) AS frame_id, min(frame_compile_id) AS fcid, min(attempt) AS attempt,
@@ -117,7 +110,7 @@ def _compiles(con, run_id: str, rank: int | None) -> list[Compile]:
     seen: Counter = Counter()
     out = []
     for r in found:
-        frame = (r["fn"] or "?", PurePath(r["file"]).name if r["file"] else "?", r["line"])
+        frame = frame_of(r["fn"], r["file"], r["line"])
         phases = {name: (None if r[col] is None else float(r[col])) for col, name in PHASES}
         c = Compile(r["compile_id"], frame, seen[frame], phases, r["ops"])
         # several inductor_output_code per compile id (forward, backward): kept in order, keyed apart
@@ -181,32 +174,6 @@ def diff_runs(con, baseline_run: str, candidate_run: str, rank: int | None = Non
     paired_a, paired_b = {id(a) for a, _ in matched}, {id(b) for _, b in matched}
     return RunDiff(baseline_run, candidate_run, [_pair(con, baseline_run, candidate_run, a, b) for a, b in matched],
                    [c for c in a_list if id(c) not in paired_a], [c for c in b_list if id(c) not in paired_b])
-
-
-# Looser and looser: the same frame; then the same function in the same file (an edit above it moved
-# its first line); then the same function name (the script was copied under another name).
-_MATCH_KEYS = (lambda c: c.frame, lambda c: c.frame[:2], lambda c: c.frame[0])
-
-
-def match(a_list: list[Compile], b_list: list[Compile]) -> list[tuple[Compile, Compile]]:
-    """Pairs of compiles, each side's compiles of one key paired in their compile order."""
-    pairs: list[tuple[Compile, Compile]] = []
-    left_a, left_b = list(a_list), list(b_list)
-    for key in _MATCH_KEYS:
-        by_b: dict = {}
-        for c in left_b:
-            by_b.setdefault(key(c), []).append(c)
-        still_a = []
-        for c in left_a:
-            queue = by_b.get(key(c))
-            if queue:
-                pairs.append((c, queue.pop(0)))
-            else:
-                still_a.append(c)
-        taken = {id(b) for _, b in pairs}
-        left_a, left_b = still_a, [c for c in left_b if id(c) not in taken]
-    order = {id(c): i for i, c in enumerate(a_list)}
-    return sorted(pairs, key=lambda p: order[id(p[0])])
 
 
 def text_diff(con, baseline_run: str, candidate_run: str, baseline_id: str, candidate_id: str, kind: str,

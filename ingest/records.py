@@ -25,6 +25,7 @@ EVENT_TABLES = (
     "compile_phases",
     "later_compile_metrics",
     "cache_events",
+    "cache_key_components",
     "cudagraph_events",
     "step_timings",
     "timing_summaries",

@@ -202,3 +202,34 @@ def cache_layers(con, f: Filters) -> pd.DataFrame:
            count(*) FILTER (outcome = 'miss') AS misses, count(*) FILTER (outcome = 'bypass') AS bypasses,
            any_value(reason) FILTER (reason IS NOT NULL) AS bypass_reason
     FROM cache_events WHERE {run} GROUP BY ALL ORDER BY compile_id, cache""", f)
+
+
+def cache_keys(con, f: Filters) -> pd.DataFrame:
+    """The run's compile-cache lookups one by one: compile id, cache, which graph (FX graph lookups,
+    review/cache_miss.py), outcome, the key, the bypass reason and how many key components torch
+    logged for it."""
+    from compilewatch.review.cache_miss import lookup_graphs
+    d = _frame(con, """
+    SELECT file_id, line_no, compile_id, rank, cache, outcome, cache_key, reason AS bypass_reason, components
+    FROM cache_events WHERE {run} ORDER BY file_id, line_no LIMIT 2000""", f)
+    graphs = lookup_graphs(con, f.run_id) if len(d) else {}
+    d.insert(5, "graph", [graphs.get((fid, line)) for fid, line in zip(d["file_id"], d["line_no"])])
+    return d.drop(columns=["file_id", "line_no"])
+
+
+def run_before(con, f: Filters) -> pd.DataFrame:
+    """One row, run_id: the run this run's cache lookups are explained against (review/cache_miss.py:
+    the newest earlier run of the same model on the same hardware); no row when there is none."""
+    from compilewatch.review.cache_miss import run_before as before_of
+    before = before_of(con, f.run_id)
+    return pd.DataFrame({"run_id": [before] if before else []})
+
+
+def cache_misses_before(con, f: Filters) -> pd.DataFrame:
+    """Why this run's cache lookups missed where the run before it (``run_before``) hit, or missed
+    under another key: one row per such lookup."""
+    from compilewatch.app.queries.compare import MISS_COLUMNS, misses_frame
+    from compilewatch.review.cache_miss import run_before as before_of
+    from compilewatch.review.cache_miss import why_missed
+    before = before_of(con, f.run_id)
+    return misses_frame(why_missed(con, before, f.run_id)) if before else pd.DataFrame(columns=MISS_COLUMNS)

@@ -8,7 +8,7 @@ import streamlit as st
 from compilewatch.app import charts, ui
 from compilewatch.app.filters import from_params
 from compilewatch.app.queries import ranks, run_detail
-from compilewatch.app.views import deep_dive
+from compilewatch.app.views import cache_misses, deep_dive
 
 f = ui.page("Run detail", default_days=90)
 url = from_params(ui.url_params())
@@ -245,5 +245,24 @@ with tabs[10]:
              compile_id=ui.text_col("Compile id", "small"), cache=ui.text_col("Cache layer"),
              hits=ui.count_col("Hits"), misses=ui.count_col("Misses"), bypasses=ui.count_col("Bypasses"),
              bypass_reason=ui.text_col("Bypass reason", "large"))
+    st.markdown("**Why the cache missed**, against the run before (same model and hardware)")
+    before_run = ui.load(run_detail.run_before, f)
+    missed = ui.load(run_detail.cache_misses_before, f)
+    if missed is not None and before_run is not None:
+        before = str(before_run["run_id"].iloc[0]) if len(before_run) else None
+        if before:
+            st.caption(f"Against run {ui.md(before)}: the lookups that missed or were bypassed here where that "
+                       f"run's hit, and the parts of the cache key that differed. "
+                       f"`compilewatch diff {ui.md(before[:8])} {ui.md(run_id[:8])}` prints the same.")
+        cache_misses.table(missed, "rd_cache_misses",
+                           "No lookup missed here where the run before hit." if before
+                           else "No earlier run of this model on this hardware to compare with.", "before", "here")
+    with st.expander("Every cache lookup and its key"):
+        ui.table(ui.load(run_detail.cache_keys, f), key="rd_cache_keys",
+                 empty="No compile-cache events in this run's trace.",
+                 compile_id=ui.text_col("Compile id", "small"), rank=ui.count_col("Rank"),
+                 cache=ui.text_col("Cache layer", "small"), graph=ui.text_col("Graph", "small"),
+                 outcome=ui.text_col("Outcome", "small"), cache_key=ui.text_col("Key", "medium"),
+                 bypass_reason=ui.text_col("Bypass reason", "large"), components=ui.count_col("Key components"))
 
 ui.set_url(f)

@@ -582,20 +582,24 @@ def cmd_show(args) -> int:
          arg("--show", metavar="KIND", help="also print the unified diff of this artifact for each changed pair: "
                                              "dynamo_output_graph, aot_forward_graph, aot_backward_graph, "
                                              "inductor_output_code"),
-         arg("--json", action="store_true", help="one JSON object: pairs, only_baseline, only_candidate"),
+         arg("--json", action="store_true", help="one JSON object: pairs, only_baseline, only_candidate, "
+                                                 "cache_misses, cache_summary"),
          db_arg())
 def cmd_diff(args) -> int:
     from compilewatch.deepdive import diff
+    from compilewatch.review import cache_miss
     from compilewatch.store import open_store
 
     with open_store(args.db).read() as con:
         base = _resolve_run(con, args.baseline)
         cand = _resolve_run(con, args.candidate, like=base)
         d = diff.diff_runs(con, base, cand, rank=args.rank)
+        misses = cache_miss.why_missed(con, base, cand, rank=args.rank)
         if args.json:
-            print(json.dumps(d.to_json(), indent=2, default=str))
+            print(json.dumps({**d.to_json(), "cache_misses": [m.to_json() for m in misses],
+                              "cache_summary": cache_miss.summary(misses)}, indent=2, default=str))
             return 0
-        text = diff.describe(d)
+        text = diff.describe(d) + "\n\n" + cache_miss.describe(misses)
         if args.show:
             for p in d.pairs:
                 if any(k.split("#")[0] == args.show for k in p.graphs_changed):

@@ -2,6 +2,7 @@
 on Streamlit's own Starlette server through st.App): CI sends runs over HTTP with `compilewatch
 push`, with no database settings and no mount of the store.
 
+    GET  /api/push?size=&files=   would a push of that size be taken (asked before sending it)
     POST /api/push            body: a .tar(.gz) of bundles and logs (compilewatch push packs one)
     GET  /api/push/{push_id}  where the push stands; once ingested its receipt
     POST /api/check           {"runs": [...], "baseline": [SPEC, ...]}: the review's verdict on those runs
@@ -68,17 +69,44 @@ async def _authorised(request: Request) -> JSONResponse | None:
     return None
 
 
+def _too_large() -> JSONResponse:
+    max_mb = _cap("push_max_mb")
+    return _refuse(413, f"the push is larger than this server's {max_mb:,} MiB cap",
+                   f"push fewer bundles at a time, or raise {table.BY_NAME['push_max_mb'].env} on the server")
+
+
+def _too_many(files: int) -> JSONResponse:
+    max_files = _cap("push_max_files")
+    return _refuse(413, f"the push holds {files:,} files, more than this server's cap of {max_files:,}",
+                   f"push fewer bundles at a time, or raise {table.BY_NAME['push_max_files'].env} on the server")
+
+
+async def preflight(request: Request) -> JSONResponse:
+    """GET /api/push?size=BYTES&files=N: whether a push of that size and file count would be taken,
+    asked before its body is sent. A server that refuses a body it has not read closes the
+    connection on a client still sending, which then sees a broken pipe instead of the reason."""
+    refused = await _authorised(request)
+    if refused is not None:
+        return refused
+    try:
+        size, files = int(request.query_params.get("size", 0)), int(request.query_params.get("files", 0))
+    except ValueError:
+        return _refuse(400, "size and files are whole numbers")
+    if size > _cap("push_max_mb") * 2**20:
+        return _too_large()
+    if files > _cap("push_max_files"):
+        return _too_many(files)
+    return JSONResponse({"ok": True})
+
+
 async def push(request: Request) -> JSONResponse:
     refused = await _authorised(request)
     if refused is not None:
         return refused
-    max_mb = _cap("push_max_mb")
-    cap = max_mb * 2**20
-    too_large = _refuse(413, f"the push is larger than this server's {max_mb:,} MiB cap",
-                        f"push fewer bundles at a time, or raise {table.BY_NAME['push_max_mb'].env} on the server")
+    cap = _cap("push_max_mb") * 2**20
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > cap:
-        return too_large
+        return _too_large()
     store = _store()
     staged = store.tmp_dir / f"push-{uuid.uuid4().hex}.part"
     sha, size = hashlib.sha256(), 0
@@ -88,7 +116,7 @@ async def push(request: Request) -> JSONResponse:
                 size += len(chunk)
                 if size > cap:
                     staged.unlink(missing_ok=True)
-                    return too_large
+                    return _too_large()
                 sha.update(chunk)
                 out.write(chunk)
     except ClientDisconnect:      # the client went away mid-body: nothing of it is kept
@@ -105,11 +133,9 @@ async def push(request: Request) -> JSONResponse:
         except ArchiveError as e:
             staged.unlink(missing_ok=True)
             return _refuse(422, e.title, e.hint)
-        max_files = _cap("push_max_files")
-        if files > max_files:
+        if files > _cap("push_max_files"):
             staged.unlink(missing_ok=True)
-            return _refuse(413, f"the push holds {files:,} files, more than this server's cap of {max_files:,}",
-                           f"push fewer bundles at a time, or raise {table.BY_NAME['push_max_files'].env} on the server")
+            return _too_many(files)
         if not files:
             staged.unlink(missing_ok=True)
             return _refuse(422, "the push holds no file", "push bundles, bundle folders or log files")
@@ -200,6 +226,7 @@ async def check(request: Request) -> JSONResponse:
 
 ROUTES = [
     Route("/api/push", push, methods=["POST"]),
+    Route("/api/push", preflight, methods=["GET"]),
     Route("/api/push/{push_id}", push_status, methods=["GET"]),
     Route("/api/check", check, methods=["POST"]),
 ]

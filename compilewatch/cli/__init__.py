@@ -549,7 +549,7 @@ def cmd_push(args) -> int:
         packed = Path(tmp) / "push.tar.gz"
         files = client.pack(args.paths, packed)
         size = packed.stat().st_size
-        answer = server.push(packed)
+        answer = server.push(packed, files)
     push_id = answer["push"]
     out = {"push": answer}
     say_ = (lambda *a, **k: None) if args.json else print

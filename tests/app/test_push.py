@@ -231,3 +231,27 @@ def test_a_server_killed_mid_ingest_recovers_its_inbox(tmp_path):
         assert [(r, n == d) for r, n, d in server.runs()] == [(said["runs"][0]["run_id"], True)]
     finally:
         server.stop()
+
+
+@pytest.mark.browser
+def test_a_receipts_run_link_opens_its_run_page(server, tmp_path):
+    """The pages are served by the same server as the API (st.App): the link a receipt gives opens
+    the run's Run detail page in Chromium, with the run on it and no exception."""
+    from browser_support import chromium_page, missing_browser, wait_for_app_idle
+
+    reason = missing_browser()
+    if reason:
+        pytest.skip(reason)
+    pushed = _push(server, [str(SAMPLES[1])], "--wait", "--json", tmp=tmp_path)
+    assert pushed.returncode == 0, pushed.stderr
+    run = json.loads(pushed.stdout)["push"]["runs"][0]
+    with chromium_page(timeout_ms=120_000) as page:
+        page.goto(run["url"])
+        page.get_by_role("heading", name="Run detail").first.wait_for()
+        page.get_by_text("Graph breaks").first.wait_for()
+        wait_for_app_idle(page, 120_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert run["run_id"] in page.content()          # the run the link names is the one picked
+        with tarfile.open(SAMPLES[1]) as tf:
+            manifest = json.load(tf.extractfile(next(m for m in tf if m.name.endswith("manifest.json"))))
+        page.get_by_text(manifest["model"], exact=True).first.wait_for()   # the Model field, once rendered

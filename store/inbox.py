@@ -126,6 +126,11 @@ def enqueue(inbox: Path, staged: Path, name: str) -> bool:
             os.link(staged, inbox / name)
         except FileExistsError:
             return False
+        except OSError:
+            # a shared filesystem without hard links: renamed into place after the look above, so
+            # two pushes of the same bytes at the same instant may both be queued; the second's
+            # files are then duplicates, stored once all the same
+            staged.rename(inbox / name)
         return True
     finally:
         staged.unlink(missing_ok=True)

@@ -31,13 +31,17 @@ def client_env(tmp: Path) -> dict:
 
 
 class TeamServer:
-    def __init__(self, folder: Path, extra_env: dict | None = None, inbox_workers: int = 1):
+    def __init__(self, folder: Path, extra_env: dict | None = None, inbox_workers: int = 1, lake_spec: str | None = None):
         self.folder = folder
-        self.db = folder / "store" / "cw.duckdb"
+        self.db = lake_spec or folder / "store" / "cw.duckdb"
+        # where the store keeps inbox/ and tmp/: the database's folder, or a DuckLake store's data path
+        self.store_folder = folder / "lake-data" if lake_spec else self.db.parent
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "COMPILEWATCH_DB": str(self.db), "COMPILEWATCH_BOOTSTRAP": "0",
                     "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **(extra_env or {})}
+        if lake_spec:
+            self.env["COMPILEWATCH_DATA_PATH"] = str(self.store_folder)
         self.inbox_workers = inbox_workers
         self.proc: subprocess.Popen | None = None
         self.log = folder / "server.log"

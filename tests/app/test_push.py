@@ -113,7 +113,7 @@ def test_twenty_concurrent_pushes_store_every_run_once(server, tmp_path):
 
 
 def test_refusals_say_why_and_queue_nothing(server, tmp_path):
-    inbox = server.db.parent / "inbox"
+    inbox = server.store_folder / "inbox"
     before = sorted(p.name for p in inbox.iterdir()) if inbox.exists() else []
     bundle = [str(SAMPLES[0])]
 
@@ -182,7 +182,7 @@ def test_a_push_cut_off_mid_body_leaves_nothing(server, tmp_path):
     """The client dies after half its body: nothing is queued, nothing stored, no staged bytes left."""
     body = (SAMPLES[-1]).read_bytes()
     runs_before = server.runs()
-    inbox = server.db.parent / "inbox"
+    inbox = server.store_folder / "inbox"
     before = sorted(p.name for p in inbox.iterdir()) if inbox.exists() else []
     with socket.create_connection(("127.0.0.1", server.port)) as s:
         s.sendall((f"POST /api/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {server.ci_token}\r\n"
@@ -190,7 +190,7 @@ def test_a_push_cut_off_mid_body_leaves_nothing(server, tmp_path):
         s.sendall(body[:len(body) // 2])
         time.sleep(1.0)          # the server has begun staging the body
     deadline = time.monotonic() + 30
-    tmp = server.db.parent / "tmp"
+    tmp = server.store_folder / "tmp"
     while list(tmp.rglob("push-*.part")) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not list(tmp.rglob("push-*.part"))
@@ -212,7 +212,7 @@ def test_a_server_killed_mid_ingest_recovers_its_inbox(tmp_path):
         pushed = cli("push", bundle, "--server", server.url, "--json", cwd=tmp_path,
                      env={**client_env(tmp_path), "COMPILEWATCH_PUSH_TOKEN": token})
         push_id = json.loads(pushed.stdout)["push"]["push"]
-        work = server.db.parent / "inbox" / ".work"
+        work = server.store_folder / "inbox" / ".work"
         deadline = time.monotonic() + 60
         while not list(work.glob(f"*/push-{push_id}.tar.gz")):
             assert time.monotonic() < deadline, "the inbox worker never claimed the push"
@@ -255,3 +255,21 @@ def test_a_receipts_run_link_opens_its_run_page(server, tmp_path):
         with tarfile.open(SAMPLES[1]) as tf:
             manifest = json.load(tf.extractfile(next(m for m in tf if m.name.endswith("manifest.json"))))
         page.get_by_text(manifest["model"], exact=True).first.wait_for()   # the Model field, once rendered
+
+
+def test_push_to_a_team_server_on_ducklake(lake_spec, tmp_path):
+    """The same push, wait and check against a server whose store is DuckLake on PostgreSQL."""
+    server = TeamServer(tmp_path / "server", lake_spec=lake_spec).start()
+    try:
+        server.ci_token = server.token()
+        base = _push(server, sorted((REVIEW / "clean").glob("*.tar.gz")), "--wait", tmp=tmp_path)
+        assert base.returncode == 0, base.stdout + base.stderr
+        worse = _push(server, sorted((REVIEW / "breaks").glob("*.tar.gz")), "--wait", "--check", "--baseline",
+                      "label=clean", tmp=tmp_path)
+        assert worse.returncode == 1 and "REGRESSION" in worse.stdout, worse.stdout + worse.stderr
+        again = _push(server, sorted((REVIEW / "breaks").glob("*.tar.gz")), "--wait", "--json", tmp=tmp_path)
+        assert again.returncode == 0 and json.loads(again.stdout)["push"]["duplicate_push"]
+        runs = server.runs()
+        assert len(runs) == 6 and all(n == d for _, n, d in runs)
+    finally:
+        server.stop()

@@ -553,8 +553,8 @@ def cmd_push(args) -> int:
     push_id = answer["push"]
     out = {"push": answer}
     say_ = (lambda *a, **k: None) if args.json else print
-    say_(f"push {push_id}: {files} file(s), {size / 2**20:,.1f} MiB, "
-         f"{'the same as an earlier push' if answer.get('duplicate_push') else 'queued'} ({answer['state']})")
+    say_(f"push {push_id}: {files} file(s), {size / 2**20:,.1f} MiB, " +
+         (f"the same bytes as an earlier push ({answer['state']})" if answer.get("duplicate_push") else "queued"))
     if not (args.wait or args.check):
         if args.json:
             print(json.dumps(out, indent=2))

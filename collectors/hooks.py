@@ -9,7 +9,7 @@ patches ``torch.compile`` and ``nn.Module.compile`` once torch is imported), or 
             train_step(batch)
 
 The output is ``timings.json`` in the shape of ``ingest.bundle.TIMINGS_DOC``, written at exit
-(atexit, and on SIGTERM when the program has no handler of its own) to ``$COMPILEWATCH_TIMINGS``.
+(atexit, and on SIGTERM, SIGUSR1 or SIGUSR2 when the program has no handler of its own) to ``$COMPILEWATCH_TIMINGS``.
 
 How a call is timed, and why it is honest and cheap:
 - The first call of a compiled callable (and any later call during which dynamo compiled something,
@@ -351,6 +351,15 @@ def _event_overhead_ms(torch) -> float:
 
 
 # -- the iteration period ----------------------------------------------------------------------
+def mark_trainer_step(trainer_name: str) -> None:
+    """One optimizer step of a trainer (Lightning, Hugging Face): the iteration period then follows
+    the trainer's own steps, whatever optimizers it holds and however it accumulates gradients."""
+    clock = RECORDER.trainer_clock
+    if clock is None:
+        clock = RECORDER.trainer_clock = IterationClock(f"{trainer_name} steps", "trainer_step")
+    clock.mark()
+
+
 class IterationClock:
     """The training-step period a team feels: the time from one iteration mark to the next, so it
     includes forward, backward, the optimizer, data loading and any host work in between, with no
@@ -495,15 +504,20 @@ class Recorder:
         self._names: dict[str, int] = {}
         self._written = False
         self.path = os.environ.get(TIMINGS_ENV)
+        self.rank = os.environ.get("RANK")   # rank N > 0 writes timings.rankN.json beside the path
+        self.ranks: dict = {}                # rank / world_size a trainer told, over the launcher's
         self.optimizer_clock = None
+        self.trainer_clock = None            # marked by a trainer callback (compilewatch.integrations)
 
     def iteration(self) -> dict | None:
-        """The iteration period: between optimizer steps when the job stepped an optimizer twice or
-        more, else between calls of the outermost compiled callable (the one called most often;
-        the first compiled wins a tie, as a script's model is compiled before its helpers)."""
-        clock = self.optimizer_clock
-        if clock is not None and clock is not _BROKEN and clock.marks >= 2:
-            return clock.to_dict()
+        """The iteration period: between a trainer's optimizer steps when a trainer callback marked
+        them (its own count, gradient accumulation included), else between optimizer steps when the
+        job stepped an optimizer twice or more, else between calls of the outermost compiled
+        callable (the one called most often; the first compiled wins a tie, as a script's model is
+        compiled before its helpers)."""
+        for clock in (self.trainer_clock, self.optimizer_clock):
+            if clock is not None and clock is not _BROKEN and clock.marks >= 2:
+                return clock.to_dict()
         timers = [t for t in self.timers if t.mode == "compiled" and t._gaps]
         if not timers:
             return None
@@ -552,6 +566,7 @@ class Recorder:
             "env": {"cpu_model": cpu_model()},
         }
         out.update(_rank_env())
+        out.update(self.ranks)
         utils = sys.modules.get("torch._dynamo.utils")
         if utils is not None:
             try:
@@ -590,7 +605,7 @@ class Recorder:
         if not path:
             return None
         data = self.snapshot()
-        rank = os.environ.get("RANK")
+        rank = self.rank
         if rank not in (None, "", "0"):
             root, ext = os.path.splitext(path)
             path = f"{root}.rank{rank}{ext}"
@@ -733,11 +748,13 @@ ORIGINAL_COMPILE = None
 _ITERATION_HANDLE = None
 
 
-def install(torch) -> None:
-    """Patch torch.compile (nn.Module.compile goes through it) so every compiled callable is timed."""
+def install(torch, exit_hooks: bool = True) -> bool:
+    """Patch torch.compile (nn.Module.compile goes through it) so every compiled callable is timed.
+    With exit_hooks, timings.json is written at exit and on SIGTERM/SIGUSR1/SIGUSR2 (the wrapped
+    command's case; an in-process collection writes its own). False when already installed."""
     global ORIGINAL_COMPILE, _ITERATION_HANDLE
     if getattr(torch.compile, "_compilewatch", False):
-        return
+        return False
     if _ITERATION_HANDLE is None:
         try:
             _ITERATION_HANDLE = install_iteration_hook(torch)
@@ -762,7 +779,46 @@ def install(torch) -> None:
     compile.__wrapped__ = orig
     compile._compilewatch = True
     torch.compile = compile
-    _register_exit()
+    if exit_hooks:
+        _register_exit()
+    return True
+
+
+def uninstall(torch) -> None:
+    """Undo install: torch.compile as it was, the optimizer step hook removed. Callables compiled
+    meanwhile stay timed (into the recorder that was current when they were compiled)."""
+    global ORIGINAL_COMPILE, _ITERATION_HANDLE
+    if ORIGINAL_COMPILE is not None and getattr(torch.compile, "_compilewatch", False):
+        torch.compile = ORIGINAL_COMPILE
+    ORIGINAL_COMPILE = None
+    if _ITERATION_HANDLE is not None:
+        _ITERATION_HANDLE.remove()
+        _ITERATION_HANDLE = None
+
+
+def time_compiled_modules(root) -> list:
+    """Time the compiled submodules of `root` (torch.compile'd before any hook was installed:
+    a trainer's model compiled by the script). Returns the modules now timed, for untime."""
+    torch = _torch()
+    optimized = getattr(getattr(getattr(torch, "_dynamo", None), "eval_frame", None), "OptimizedModule", None)
+    if optimized is None or not isinstance(root, torch.nn.Module):
+        return []
+    timed = []
+    for module in root.modules():
+        if isinstance(module, optimized) and not hasattr(module, "_compilewatch_timer"):
+            wrap_compiled(module, _callable_name(module._orig_mod))
+            if hasattr(module, "_compilewatch_timer"):
+                timed.append(module)
+    return timed
+
+
+def untime(modules) -> None:
+    """Give modules timed by wrap_compiled their own class back."""
+    for module in modules:
+        sub = type(module)
+        if sub in _SUBCLASSES.values():
+            object.__setattr__(module, "__class__", sub.__mro__[1])
+            object.__delattr__(module, "_compilewatch_timer")
 
 
 _exit_registered = False
@@ -775,11 +831,14 @@ def _register_exit():
     _exit_registered = True
     atexit.register(_write_at_exit)
     if threading.current_thread() is threading.main_thread():
-        try:
-            if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-                signal.signal(signal.SIGTERM, _on_sigterm)
-        except (ValueError, OSError):
-            pass
+        # What a scheduler sends: SIGTERM, and SLURM's --signal warnings (USR1/USR2), which end a
+        # program that has no handler of its own without running atexit.
+        for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+            try:
+                if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                    signal.signal(sig, _on_fatal_signal)
+            except (ValueError, OSError):
+                pass
 
 
 def _write_at_exit():
@@ -791,10 +850,10 @@ def _write_at_exit():
         _warn(f"could not write timings: {e}")
 
 
-def _on_sigterm(signum, frame):
+def _on_fatal_signal(signum, frame):
     _write_at_exit()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def _warn(msg):

@@ -45,7 +45,9 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
   # felt. Its steps are the intervals between consecutive iteration marks ("step" n is the interval
   # ending at mark n; phase "compile" when dynamo compiled inside it, then "warmup" for
   # COMPILEWATCH_WARMUP intervals, then "steady"), and it carries two more keys:
-  #   "source": "optimizer_step"   marks are optimizer.step() calls (a global post-hook; the first
+  #   "source": "trainer_step"     marks are a trainer's optimizer steps, from its callback
+  #                                (compilewatch.integrations), name e.g. "Trainer steps"
+  #           | "optimizer_step"   marks are optimizer.step() calls (a global post-hook; the first
   #                                optimizer that steps is followed), name e.g. "AdamW.step"
   #           | "compiled_call"    no optimizer stepped: marks are the call starts of the compiled
   #                                callable called most often, name e.g. "Model.forward calls"
@@ -89,7 +91,8 @@ class Manifest:
     files: dict = field(default_factory=dict)  # role -> relative path (or list of paths for trace)
     # Unknown keys, kept verbatim. `compilewatch collect` also writes: device ("cuda:0" | "cpu", from
     # the hooks), cpu_model, world_size (from the hooks' WORLD_SIZE, else 1 + rank files), cpu_count,
-    # platform, git_dirty, hooks, timeout_s, torch_logs_setting.
+    # platform, git_dirty, hooks, timeout_s, torch_logs_setting, and signals_passed_on (names of the
+    # signals passed on to the command, in order) when any reached it.
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:

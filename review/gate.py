@@ -78,6 +78,10 @@ def verdict_lines(result: Review) -> list[str]:
                          ("better", result.improvements)):
         for v in items:
             lines.append(f"  {title:<10} {wording.title(v)} ({wording.change(v)}) — {v.summary}")
+            if wording.cause(v):
+                lines.append(f"             cause: {wording.cause(v)}")
+            if wording.cost(v):
+                lines.append(f"             costs: {wording.cost(v)}")
             lines += [f"             {e.kind}: {e.text}" for e in v.evidence]
     lines += [f"  not compared: {n.text}" for n in result.notes if n.kind != "own_history"]
     return lines

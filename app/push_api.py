@@ -127,7 +127,13 @@ async def push(request: Request) -> JSONResponse:
         raise
     push_id = sha.hexdigest()[:32]
     name = ENTRY.format(push_id)
-    if queue.entry_state(store.inbox_dir, name) is None:
+    state = queue.entry_state(store.inbox_dir, name)
+    if state == queue.SETTLED and not (queue.read_receipt(store.inbox_dir, name) or {}).get("ok", True):
+        # the same bytes as a push that failed: taken again, since what failed may have been the
+        # server (a full disk, a store that was down); a file that cannot be read fails again
+        queue.clear_receipt(store.inbox_dir, name)
+        state = None
+    if state is None:
         try:
             files = await to_thread.run_sync(lambda: check_tar(staged, Budget(), display="the push"))
         except ArchiveError as e:
@@ -170,7 +176,8 @@ def _status(request: Request, store, push_id: str) -> dict:
     receipt = queue.read_receipt(store.inbox_dir, name) if state == queue.SETTLED else None
     if receipt is None:
         return body
-    files = receipt["files"]
+    # names as the pusher gave them, not under the inbox entry the push was unpacked from
+    files = [{**f, "name": f["name"].removeprefix(f"{name}/")} for f in receipt["files"]]
     runs: dict[str, dict] = {}
     for f in files:
         if f.get("run_id"):

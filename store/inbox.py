@@ -97,6 +97,11 @@ def read_receipt(inbox: Path, name: str) -> dict | None:
         return None
 
 
+def clear_receipt(inbox: Path, name: str) -> None:
+    """Forget entry `name`'s receipt, so that the same name may be queued again."""
+    (inbox / "receipts" / f"{name}.json").unlink(missing_ok=True)
+
+
 def entry_state(inbox: Path, name: str) -> str | None:
     """Where entry `name` stands: QUEUED (waiting in the inbox), INGESTING (a worker holds it),
     SETTLED (its receipt is written), or None (never queued, or its traces were cleared away)."""

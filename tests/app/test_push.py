@@ -178,6 +178,24 @@ def test_refusals_say_why_and_queue_nothing(server, tmp_path):
     assert sorted(p.name for p in inbox.iterdir()) == before                # nothing was queued
 
 
+def test_a_hostile_archive_inside_a_push_fails_with_its_reason_and_may_be_pushed_again(server, tmp_path):
+    """An archive among the pushed inputs is unpacked when the push is ingested, under the same
+    rules: one whose member escapes it fails there, the receipt and the CLI say why (exit 1), the
+    real bundle beside it is stored. Pushed again, the same bytes are taken again, not answered
+    with the old receipt."""
+    evil = tmp_path / "evil.tar.gz"
+    evil.write_bytes(_tar([_file("../../outside.log", b"x\n")]))
+    pushed = _push(server, [str(evil), str(SAMPLES[2])], "--wait", "--json", tmp=tmp_path)
+    assert pushed.returncode == 1, pushed.stderr
+    receipt = json.loads(pushed.stdout)["push"]
+    assert [f["file"] for f in receipt["failures"]] == ["evil.tar.gz"]
+    assert "escapes the archive" in receipt["failures"][0]["message"]
+    assert len(receipt["runs"]) == 1 and receipt["stored"] > 0        # the good bundle beside it is stored
+    again = _push(server, [str(evil), str(SAMPLES[2])], "--wait", tmp=tmp_path)
+    assert again.returncode == 1 and "queued" in again.stdout and "FAILED: evil.tar.gz" in again.stdout
+    assert "escapes the archive" in again.stdout
+
+
 def test_a_push_cut_off_mid_body_leaves_nothing(server, tmp_path):
     """The client dies after half its body: nothing is queued, nothing stored, no staged bytes left."""
     body = (SAMPLES[-1]).read_bytes()

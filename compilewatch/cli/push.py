@@ -94,7 +94,12 @@ class Server:
                                          headers={"Authorization": f"Bearer {self.token}", **(headers or {})})
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
-                return answer.status, json.loads(answer.read() or b"{}")
+                status, body = answer.status, answer.read()
+            try:
+                return status, json.loads(body or b"{}")
+            except ValueError:   # a page, not the API: a dashboard of a version without it, or another server
+                raise PushError(f"{self.url} has no push API ({method} {path} answered with a page, not JSON)",
+                                "point --server at a `compilewatch dashboard` of this version") from None
         except urllib.error.HTTPError as e:
             try:
                 said = json.loads(e.read() or b"{}")

@@ -291,3 +291,27 @@ def test_push_to_a_team_server_on_ducklake(lake_spec, tmp_path):
         assert len(runs) == 6 and all(n == d for _, n, d in runs)
     finally:
         server.stop()
+
+
+def test_a_server_without_the_push_api_is_said_so(tmp_path):
+    """--server pointing at a web server that answers with a page (another service, or a dashboard
+    of a version without the API): one sentence saying so, exit 2, no traceback."""
+    from browser_support import free_port
+
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "push").write_text("<html>a page</html>")
+    port = free_port()
+    web = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp_path,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        env = {**client_env(tmp_path), "COMPILEWATCH_PUSH_TOKEN": "cwp_0123456789abcdef_" + "a" * 43}
+        deadline = time.monotonic() + 30
+        while True:
+            said = cli("push", SAMPLES[0], "--server", f"http://127.0.0.1:{port}", env=env, cwd=tmp_path)
+            if "cannot reach" not in said.stderr or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert said.returncode == 2 and "has no push API" in said.stderr and "Traceback" not in said.stderr, said.stderr
+    finally:
+        web.terminate()
+        web.wait(10)

@@ -185,13 +185,14 @@ def test_a_hostile_archive_inside_a_push_fails_with_its_reason_and_may_be_pushed
     with the old receipt."""
     evil = tmp_path / "evil.tar.gz"
     evil.write_bytes(_tar([_file("../../outside.log", b"x\n")]))
-    pushed = _push(server, [str(evil), str(SAMPLES[2])], "--wait", "--json", tmp=tmp_path)
+    good = REVIEW / "labelled" / "labelled-job_v1_run1.tar.gz"       # pushed by no other test here
+    pushed = _push(server, [str(evil), str(good)], "--wait", "--json", tmp=tmp_path)
     assert pushed.returncode == 1, pushed.stderr
     receipt = json.loads(pushed.stdout)["push"]
     assert [f["file"] for f in receipt["failures"]] == ["evil.tar.gz"]
     assert "escapes the archive" in receipt["failures"][0]["message"]
     assert len(receipt["runs"]) == 1 and receipt["stored"] > 0        # the good bundle beside it is stored
-    again = _push(server, [str(evil), str(SAMPLES[2])], "--wait", tmp=tmp_path)
+    again = _push(server, [str(evil), str(good)], "--wait", tmp=tmp_path)
     assert again.returncode == 1 and "queued" in again.stdout and "FAILED: evil.tar.gz" in again.stdout
     assert "escapes the archive" in again.stdout
 

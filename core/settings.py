@@ -74,6 +74,28 @@ SETTINGS: tuple[Setting, ...] = (
         "(each file is also capped by Streamlit's server.maxUploadSize in .streamlit/config.toml).",
     ),
     Setting(
+        "push_max_mb", "COMPILEWATCH_PUSH_MAX_MB", "1024",
+        "Most MiB one `compilewatch push` may send to the team server (its packed body); a larger push is "
+        "refused with HTTP 413 and the reason, before anything is queued.",
+        secret=False,
+    ),
+    Setting(
+        "push_max_files", "COMPILEWATCH_PUSH_MAX_FILES", "2000",
+        "Most files one push may carry (bundles' files and loose logs together); more is refused with HTTP 413.",
+        secret=False,
+    ),
+    Setting(
+        "push_server", "COMPILEWATCH_SERVER", "",
+        "The team server `compilewatch push` sends to, e.g. http://compilewatch.example.internal:8501.",
+        secret=False, option="--server",
+    ),
+    Setting(
+        "push_token", "COMPILEWATCH_PUSH_TOKEN", "",
+        "The push token `compilewatch push` sends (made by `compilewatch token add` on the server); never "
+        "given on the command line, where other users' `ps` would see it. --token-file reads it from a file instead.",
+        secret=False,
+    ),
+    Setting(
         "listen_address", "COMPILEWATCH_LISTEN_ADDRESS", "127.0.0.1",
         "Address `compilewatch dashboard` listens on: 127.0.0.1 lets only this machine in; a team server "
         "sets 0.0.0.0 (or one interface) and puts login (st.login) or a reverse proxy in front.",

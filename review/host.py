@@ -76,7 +76,7 @@ def code_may_differ(g: Group) -> str | None:
     if not g.same_torch:
         return "the torch version differs between the sides"
     if g.settings:
-        return "a setting that changes speed differs between the sides"
+        return "a setting differs between the sides: " + "; ".join(c.sentence() for c in g.settings[:3])
     if g.graphs_changed:
         return g.graph_text or "the compiled graphs differ between the sides"
     if g.graphs_changed is None and any(

@@ -37,7 +37,7 @@ ORDER = {
     "time_to_first_step": ("setting", "cache_miss", "compile_phase", "graphs", "ranks"),
     "timing": ("setting", "graphs", "ranks"),
     "count": ("cudagraphs", "ranks", "graphs", "setting"),
-    "key": ("cudagraphs", "ranks", "graphs"),
+    "key": ("cudagraphs", "ranks"),        # a new key's own evidence already says what and where
 }
 # compile phases as rollup_compile_time keeps them, with their names in words
 PHASES = (("tracing_s", "tracing"), ("aot_s", "AOT"), ("inductor_s", "Inductor"), ("autotune_s", "autotuning"),
@@ -173,7 +173,11 @@ def ranks_part(counts: pd.DataFrame, base_ids: list[str], cand_ids: list[str], v
 
 def trade_part(v: Verdict, improvements: list[Verdict]) -> CausePart | None:
     """What moved the other way in the same runs: slower, but less memory (or the reverse)."""
-    others = [i for i in improvements if not i.kind and i.metric != v.metric and i.change is not None
+    # a trade is time for memory or memory for time: a faster helper beside a slower step is not one
+    time_like = {"step_time", "iteration_time", "speedup", "latency"}
+    wanted = {"peak_memory", "compression_ratio"} if v.metric in time_like else (
+        time_like if v.metric in ("peak_memory", "compression_ratio") else set())
+    others = [i for i in improvements if not i.kind and i.metric in wanted and i.change is not None
               and not math.isinf(i.change)]
     if not others:
         return None

@@ -101,8 +101,10 @@ def probe_speed(g: Group) -> HostSpeed | None:
 def peer_speed(g: Group, groups: list[Group], factor: float) -> HostSpeed | None:
     """Other jobs of the same hardware, run on the same days on each side: more than half of them
     moved the same way as this job (their busiest timing, confirmed), so the machine did."""
+    # a peer whose own code may have changed says nothing about the machine
     peers = [p for p in groups if p.hardware == g.hardware and p.model != g.model
-             and p.baseline_days & g.baseline_days and p.candidate_days & g.candidate_days]
+             and p.baseline_days & g.baseline_days and p.candidate_days & g.candidate_days
+             and code_may_differ(p) is None]
     figures = [(p, busiest_timing(p.verdicts)) for p in peers]
     figures = [(p, v) for p, v in figures if v is not None]
     if not figures:

@@ -468,10 +468,14 @@ class GroupFacts:
         if cmp.same is False and cmp.changed and base_run and cand_run:
             busiest = cmp.changed[0]
             try:
-                summary = graphs.describe_change(self.con, base_run, cand_run, busiest.frame)
-                text = summary.sentence
+                text = graphs.describe_change(self.con, base_run, cand_run, busiest.frame).sentence
             except CompileWatchError:
-                text = f"{busiest.frame[0]} ({busiest.frame[1]}:{busiest.frame[2]}): {', '.join(busiest.parts)} changed"
+                text = ""
+            if not text or text.endswith("no change"):
+                # the runs picked for the diff did not differ there (one rank, one side's other run):
+                # say which parts the fingerprints saw change
+                words = ", ".join(graphs.PART_WORDS.get(p, p) for p in busiest.parts)
+                text = f"{busiest.frame[0]} ({busiest.frame[1]}:{busiest.frame[2]}): {words} differ"
             more = f" ({len(cmp.changed) - 1} more frame(s) changed)" if len(cmp.changed) > 1 else ""
             parts.append(CausePart("graphs", f"the compiled graphs changed: {text}{more}",
                                    {"co_name": busiest.frame[0], "co_file": busiest.frame[1],

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from compilewatch.collectors.collect import torch_logs_setting
+from compilewatch.collectors.torch_logs import DEFAULT_LOGS
 from compilewatch.ingest.bundle import read_manifest
 from compilewatch.ingest.formats import glog
 from compilewatch.ingest.loader import ingest_paths
@@ -83,7 +85,8 @@ def test_the_text_log_is_torch_s_glog_format(both_runs):
     bundle = both_runs["in_process"]
     m = read_manifest(bundle)
     assert m.collector.startswith("compilewatch.collect") and m.extra["in_process"] is True
-    assert m.extra["torch_logs_setting"] == "graph_breaks,recompiles,perf_hints"
+    # the wrapper's default: every component a parser reads
+    assert m.extra["torch_logs_setting"] == torch_logs_setting(DEFAULT_LOGS)
     lines = (bundle / "torch_logs.txt").read_text().splitlines()
     # torch's records only, every line with torch's glog prefix; not the program's prints
     assert lines and all(re.match(glog.RANK + glog.CORE, line) for line in lines)

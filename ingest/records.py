@@ -29,6 +29,7 @@ EVENT_TABLES = (
     "timing_summaries",
     "bench_results",
     "artifacts",
+    "piecewise_compiles",
 )
 
 def moved_line(line_no: int, offset: int) -> int:

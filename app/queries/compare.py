@@ -211,3 +211,41 @@ def compile_diff(con, f: Filters) -> pd.DataFrame:
                          "compile_s_b": c.phases.get("total") if side == "only in B" else None})
     return pd.DataFrame(rows, columns=["compile_id_a", "compile_id_b", "compiled_frame", "what", "ops", "guards", "kernels",
                                        "kernel_count", "compile_s_a", "compile_s_b", "graphs_changed"])
+
+
+def default_versions(con, f: Filters) -> pd.DataFrame:
+    """The pair of f.dimension's values the page opens on: the newest two that ran the same model on
+    the same hardware (a pair that ran on different hardware compares nothing), older as A. One row
+    (version_a, version_b, model, hardware), none when no model ran two values on one hardware."""
+    dim = f.dimension if f.dimension in DIMENSIONS else "torch_version"
+    cte, params = runs_cte(f.replace(torch_versions=()) if dim == "torch_version" else f,
+                           use_versions=dim != "torch_version")
+    sql = f"""
+    WITH {cte},
+    v AS (SELECT model, hardware, {dim} AS version, max(run_time) AS last_run FROM fr
+          WHERE {dim} IS NOT NULL AND model IS NOT NULL GROUP BY ALL),
+    ranked AS (SELECT *, row_number() OVER (PARTITION BY model, hardware ORDER BY last_run DESC, version DESC) AS n
+               FROM v)
+    SELECT a.version AS version_a, b.version AS version_b, b.model, b.hardware
+    FROM ranked b JOIN ranked a ON a.model = b.model AND a.hardware IS NOT DISTINCT FROM b.hardware AND a.n = 2
+    WHERE b.n = 1
+    ORDER BY a.last_run DESC, b.last_run DESC, b.model, b.hardware LIMIT 1
+    """
+    return df(con, sql, params)
+
+
+def default_runs(con, f: Filters) -> pd.DataFrame:
+    """The two runs the page opens on: the newest two of one model on one hardware, older as A. One
+    row (run_a, run_b), none when no model ran twice on one hardware."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte},
+    ranked AS (SELECT run_id, model, hardware, run_time,
+                      row_number() OVER (PARTITION BY model, hardware ORDER BY run_time DESC NULLS LAST, run_id DESC) AS n
+               FROM fr WHERE model IS NOT NULL)
+    SELECT a.run_id AS run_a, b.run_id AS run_b
+    FROM ranked b JOIN ranked a ON a.model = b.model AND a.hardware IS NOT DISTINCT FROM b.hardware AND a.n = 2
+    WHERE b.n = 1
+    ORDER BY a.run_time DESC NULLS LAST, b.run_time DESC NULLS LAST LIMIT 1
+    """
+    return df(con, sql, params)

@@ -519,7 +519,7 @@ def cmd_compile_time(args) -> int:
                   "break-even steps"]))
 
 
-@command("show", "a run's compile ids and stack trie; one compile id's metrics, failures and artifacts",
+@command("show", "a run's compile ids, subgraphs and stack trie; one compile id's metrics, failures and artifacts",
          arg("run", help="run id"),
          arg("compile_id", nargs="?",
              help="compile id as tlparse prints it without brackets, e.g. 0/1 or !0/1/0; '-' for records without one"),
@@ -550,7 +550,7 @@ def cmd_show(args) -> int:
          arg("--show", metavar="KIND", help="also print the unified diff of this artifact for each changed pair: "
                                              "dynamo_output_graph, aot_forward_graph, aot_backward_graph, "
                                              "inductor_output_code"),
-         arg("--json", action="store_true", help="one JSON object: pairs, only_baseline, only_candidate"),
+         arg("--json", action="store_true", help="one JSON object: subgraphs, pairs, only_baseline, only_candidate"),
          db_arg())
 def cmd_diff(args) -> int:
     from compilewatch.deepdive import diff

@@ -174,13 +174,15 @@ with right:
 
 if compare.mode(f) == "runs":
     st.subheader("What the compiler did differently")
-    st.caption("Compile ids matched by frame and compile order: the ops, guards and Inductor kernels that "
-               "appear or disappear, and the compile time. `compilewatch diff RUN_A RUN_B` prints the same.")
+    st.caption("Subgraphs (vLLM's pieces, regional subgraphs) matched by name, then compile ids matched by frame "
+               "and compile order: the ops, guards and Inductor kernels that appear or disappear, and the compile "
+               "time. `compilewatch diff RUN_A RUN_B` prints the same.")
     # The graphs, guards and output code are read only when asked for: they can be megabytes.
     if st.toggle("Compare the compiled graphs, guards and kernels", key="cmp_diff_open"):
         d = ui.load(compare.compile_diff, f)
         if d is not None:
             ui.table(d.drop(columns=["graphs_changed"]), key="cmp_compile_diff", empty="Neither run has compile ids.",
+                     artifacts=ui.text_col("Subgraph's artifacts ±", "medium"),
                      compile_id_a=ui.text_col("Id A", "small"), compile_id_b=ui.text_col("Id B", "small"),
                      compiled_frame=ui.text_col("Frame", "medium"), what=ui.text_col("", "small"),
                      ops=ui.text_col("Ops ±", "medium"), guards=ui.text_col("Guards ±", "large"),

@@ -66,3 +66,25 @@ def test_regional_subgraphs_by_name(app_at, samples_db):
     named = [env["subgraph_name"] for env, _ in _envelopes("subgraph_name.log") if "subgraph_name" in env]
     regions = _table(at, "subgraph_name", "compile_ids")
     assert list(regions["subgraph_name"]) == named and set(regions["compile_ids"]) == {"0/0"}
+
+
+def test_compare_two_runs_pairs_subgraphs_by_name(app_at, samples_db, tmp_path):
+    """Compare → "What the compiler did differently" lists the regional subgraphs paired by name: the
+    sample against a copy whose one subgraph's payload is edited here (its md5 written anew)."""
+    import hashlib
+
+    src = SAMPLES / "subgraph_name.log"
+    (env, payload), = [(e, p) for e, p in _envelopes(src.name) if e.get("subgraph_name") == "repeated_subgraph0"]
+    edited = payload + ", edited"
+    copy = tmp_path / "subgraph_name_edited.log"
+    copy.write_text(src.read_text(encoding="utf-8").replace(f"\t{payload}\n", f"\t{edited}\n").replace(
+        env["has_payload"], hashlib.md5(edited.encode()).hexdigest()), encoding="utf-8")
+    report = ingest_paths(open_store(samples_db), [copy], run_id="subgraph_name_edited", strict=True)
+    assert report.ok and not report.files[0].errors
+    at = app_at(samples_db, PAGES["compare"], query={"run": "subgraph_name", "run_b": "subgraph_name_edited", **WIDE})
+    at.toggle(key="cmp_diff_open").set_value(True).run()
+    _ok(at)
+    rows = _table(at, "compiled_frame", "artifacts").set_index("compiled_frame")
+    assert rows.at["subgraph repeated_subgraph0", "what"] == "subgraph changed"
+    assert rows.at["subgraph repeated_subgraph0", "artifacts"] == "≠ fx_graph_runnable"
+    assert rows.at["subgraph partitioned_bw_subgraph_1_0", "what"] == "same"

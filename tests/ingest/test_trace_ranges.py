@@ -34,6 +34,8 @@ def _traces() -> list[bytes]:
                     data = tf.extractfile(m).read()
                     out.append(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
     out += [gzip.decompress(p.read_bytes()) for p in sorted((REPO / "tests" / "fixtures" / "trace").glob("*.log.gz"))]
+    # tlparse's vLLM and subgraph samples: what a record owes to the records before it (its vLLM piece)
+    out += [p.read_bytes() for p in sorted((REPO / "tests" / "fixtures" / "trace" / "tlparse").glob("*.log"))]
     # the smaller ones (~6 MB in all): every kind of run the samples hold, at a test's cost
     return [d if d.endswith(b"\n") else d + b"\n" for d in out if d.strip() and len(d) < 700_000]
 

@@ -1,16 +1,18 @@
-"""What the compiler did differently between two runs: their subgraphs matched by name, their compile
-ids matched by frame, and for each matched pair the Dynamo graph's ops, the guards, the Inductor kernels and the compile time by
-phase; the compile ids that exist on one side only.
+"""What the compiler did differently between two runs: their subgraphs matched by name, their
+compile ids matched by frame, and for each matched pair the Dynamo graph's ops, the guards, the
+Inductor kernels and the compile time by phase; the subgraphs and compile ids on one side only.
 
+Subgraphs are matched first, by the name they have in every run (deepdive/subgraphs.py: a vLLM
+piece by its model, compile range and submodule, a regional subgraph by its name), and their
+artifacts compared by name: vLLM's pieces carry no compile id, and a region's compile id may differ.
 A compile id is matched by its frame (function, file name, first line) and its place among that
 frame's compiles (the frame's first compile with the other's first, a recompile with the
 recompile), so `0/0` of one run meets `0/0` of the other even when the ids were numbered
-differently. Subgraphs are matched first, by the name they have in every run (deepdive/subgraphs.py:
-a vLLM piece by its model, compile range and submodule, a regional subgraph by its name), and their
-artifacts compared by name: vLLM's pieces carry no compile id, and a region's compile id may differ. Artifacts are compared after normalising what changes from run to run without a
+differently. Artifacts are compared after normalising what changes from run to run without a
 change in the program: object ids and addresses, numbered generated names (`h_1`,
 `cpp_fused_relu_0`), paths in source comments. Listing a diff reads the graphs, guards and output
-code of the matched compile ids only; ``text_diff`` reads one artifact pair, when a reader asks.
+code of the matched compile ids and subgraphs only; ``text_diff`` reads one artifact pair, when a
+reader asks.
 """
 from __future__ import annotations
 

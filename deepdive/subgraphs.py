@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from compilewatch.deepdive.artifacts import rows, title
+from compilewatch.store.run_rows import run_filter
 
 _ART_COLUMNS = ("file_id, line_no, compile_id, rank, kind, name, size_bytes, subgraph_name, piece_line, "
                 "pass_index, pass_name")
@@ -57,10 +58,11 @@ def collect(con, run_id: str, rank: int | None = None) -> list[Subgraph]:
     """The run's subgraphs, vLLM pieces first (in their compile order), then regional ones (in the
     order their first artifact was logged). ``rank``: one rank's (None: every rank's)."""
     flt, extra = _where_rank(rank)
+    run = run_filter(con, run_id)   # the run's rows only, not a scan of every run's (store/run_rows.py)
     starts = rows(con, "SELECT file_id, line_no, rank, vllm_model, piecewise_index, submod_name, total_pieces, "
-                       "compile_range, is_cudagraph_size FROM piecewise_compiles WHERE run_id = ?" + flt +
-                       " ORDER BY file_id, line_no", [run_id] + extra)
-    arts = rows(con, f"SELECT {_ART_COLUMNS} FROM artifacts WHERE run_id = ?{flt} AND kind <> 'dynamo_start' "
+                       f"compile_range, is_cudagraph_size FROM piecewise_compiles WHERE {run}{flt} "
+                       "ORDER BY file_id, line_no", [run_id] + extra)
+    arts = rows(con, f"SELECT {_ART_COLUMNS} FROM artifacts WHERE {run}{flt} AND kind <> 'dynamo_start' "
                      "AND (piece_line IS NOT NULL OR subgraph_name IS NOT NULL) ORDER BY file_id, line_no",
                 [run_id] + extra)
     pieces: dict[tuple, Subgraph] = {}
@@ -91,7 +93,8 @@ def post_grad_passes(con, run_id: str) -> list[dict]:
     """vLLM's post-grad passes in log order: compile id, piece (its compile start's line), pass index
     and name, and whether the record is the pass's graph after it ran or its patterns."""
     return rows(con, "SELECT file_id, line_no, compile_id, rank, piece_line, pass_index, pass_name, name, size_bytes "
-                     "FROM artifacts WHERE run_id = ? AND pass_name IS NOT NULL ORDER BY file_id, line_no", [run_id])
+                     f"FROM artifacts WHERE {run_filter(con, run_id)} AND pass_name IS NOT NULL "
+                     "ORDER BY file_id, line_no", [run_id])
 
 
 def by_range(subgraphs: list[Subgraph]) -> list[tuple[str, list[Subgraph]]]:

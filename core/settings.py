@@ -121,6 +121,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("review_cold_cache_drop", "COMPILEWATCH_REVIEW_COLD_CACHE_DROP", "0.25",
             "A compile-time rise whose candidate hit the compile caches this much less often (0..1) than the "
             "baseline is put down to a cold cache: suspicious, not a regression."),
+    Setting("review_paired_min_ratio", "COMPILEWATCH_REVIEW_PAIRED_MIN_RATIO", "1.5",
+            "Compile time with one run a side in each cache state (a version's cold first run and warm second): "
+            "each state's run is judged against the other side's run in the same state, and a move that every "
+            "state makes past its ratio rule is a regression when each state also moved this far (x), with no "
+            "run-to-run spread to measure the noise; less far, suspicious."),
     Setting("review_changepoint_max_pvalue", "COMPILEWATCH_REVIEW_CHANGEPOINT_MAX_PVALUE", "0.05",
             "Significance level of the Welch t-test that confirms each change point."),
     Setting("review_changepoint_penalty", "COMPILEWATCH_REVIEW_CHANGEPOINT_PENALTY", "3",

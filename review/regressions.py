@@ -90,6 +90,28 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class CausePart:
+    """One part of why a verdict moved, from what the store holds: the compile diff of the busiest
+    changed frame, the frame and phase whose compile time grew, why the cache missed, the ranks
+    that carry the change, a setting that differs, or the trade (what moved the other way)."""
+    kind: str        # graphs | compile_phase | cache_miss | ranks | setting | trade
+    text: str
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why, in one sentence (``text``) and in parts; ``frame`` names the changed frame whose diff
+    the verdict's Compare link opens (co_name, co_file, co_firstlineno), where one is known."""
+    text: str
+    parts: tuple[CausePart, ...] = ()
+    frame: dict | None = None
+
+    def to_json(self) -> dict:
+        return {"text": self.text, "parts": [asdict(p) for p in self.parts], "frame": self.frame}
+
+
+@dataclass(frozen=True)
 class Verdict:
     status: str
     model: str
@@ -105,6 +127,8 @@ class Verdict:
     flagged: tuple[str, ...] = ()     # candidate runs that crossed the rule
     summary: str = ""
     evidence: tuple[Evidence, ...] = ()
+    cause: Cause | None = None        # why it moved (review/causes.py), for regressions and suspicious changes
+    cost_s: float | None = None       # what it costs per week in seconds (review/cost.py), where it can be told
 
     @property
     def worse(self) -> bool:
@@ -123,7 +147,8 @@ class Verdict:
                 "kind": self.kind or self.metric, "subject": self.subject, "unit": self.unit,
                 "direction": self.direction, "baseline": side(self.baseline), "candidate": side(self.candidate),
                 "change": self.change, "flagged_runs": list(self.flagged), "summary": self.summary,
-                "evidence": [asdict(e) for e in self.evidence]}
+                "evidence": [asdict(e) for e in self.evidence],
+                "cause": self.cause.to_json() if self.cause else None, "cost_per_week_s": self.cost_s}
 
 
 def _sd(values: np.ndarray) -> float:
@@ -284,6 +309,60 @@ def judge_values(model: str, hardware: str, metric: str, subject: str, baseline_
             spread = f" (steps IQR {fmt(r.spread, unit)}, n={r.n})" if r.spread is not None and r.spread == r.spread else ""
             evidence.append(Evidence("run", f"run {r.run_id[:12]}: {fmt(r.value, unit)}{spread}",
                                      {"run_id": r.run_id, "value": r.value, "command": r.command}))
+    return Verdict(status, **common, change=change, flagged=flagged, summary=summary, evidence=tuple(evidence))
+
+
+def judge_paired_states(model: str, hardware: str, metric: str, subject: str,
+                        states: dict[str, tuple[list[RunValue], list[RunValue]]], rules: Rules,
+                        unit: str | None = None, direction: str | None = None) -> Verdict:
+    """One verdict over several states of one series (compile-cache states: a version's cold first
+    run and its warm second) when each state leaves too few baseline runs to judge it alone. Each
+    state's candidate median is judged against the baseline median of the same state by the ratio
+    rule; a move that every state makes the same way is flagged, and with no run-to-run spread to
+    measure the noise it is a regression (an improvement) only when every state also moved at least
+    ``paired_min_ratio``, else suspicious. States that disagree, or a move in one state alone, say
+    nothing: one run per side cannot tell it from noise."""
+    m = metric_of(metric)
+    if direction and direction != m.direction:
+        m = Metric(m.name, m.label, m.unit, direction, m.kind)
+    unit = unit if unit is not None else m.unit
+    sides = {st: (Side.of(b), Side.of(c)) for st, (b, c) in states.items()}
+    base = Side.of([r for b, _ in states.values() for r in b])
+    cand = Side.of([r for _, c in states.values() for r in c])
+    common = dict(model=model, hardware=hardware, metric=metric, subject=subject, unit=unit,
+                  direction=m.direction, baseline=base, candidate=cand)
+    ratios = {st: (c.median / b.median if b.median else math.inf) for st, (b, c) in sides.items()}
+    out = {st: _ratio_out(m, rules, c.median, b.median) for st, (b, c) in sides.items()}
+    finite = [r for r in ratios.values() if 0 < r < math.inf]
+    change = (math.exp(sum(math.log(r) for r in finite) / len(finite)) - 1) if len(finite) == len(ratios) else None
+    per_state = "; ".join(f"{st} {fmt(b.median, unit)} → {fmt(c.median, unit)} ({_pct(ratios[st] - 1)})"
+                          for st, (b, c) in sides.items())
+    evidence = [Evidence("paired_states", f"one run a side in each cache state, each judged against the other "
+                                          f"side's run in the same state: {per_state}",
+                         {"states": {st: {"baseline": b.run_ids, "candidate": c.run_ids, "ratio": ratios[st]}
+                                     for st, (b, c) in sides.items()}})]
+    worse = all(w for w, _ in out.values())
+    better = all(b for _, b in out.values())
+    if not (worse or better):
+        return Verdict(UNCHANGED, **common, change=change,
+                       summary=f"{m.label}: the cache states did not all move past the rules ({per_state})",
+                       evidence=tuple(evidence))
+    # how far every state moved (all moved the same way past the rule), as a ratio above 1
+    far = min(max(r, 1 / r) if r > 0 else math.inf for r in ratios.values())
+    strong = far >= rules.paired_min_ratio
+    if worse:
+        status = REGRESSION if strong else SUSPICIOUS
+    else:
+        if not strong:
+            return Verdict(UNCHANGED, **common, change=change, summary=f"{m.label}: within the rules ({per_state})",
+                           evidence=tuple(evidence))
+        status = IMPROVEMENT
+    flagged = tuple(cand.run_ids)
+    what = {REGRESSION: "got worse", SUSPICIOUS: "suspicious", IMPROVEMENT: "got better"}[status]
+    need = ("" if strong else
+            f"; every state must move {rules.paired_min_ratio:g}x to confirm it with one run a side")
+    summary = (f"{m.label}{f' [{subject}]' if subject else ''} {what} in every cache state: {per_state}"
+               f"{need}")
     return Verdict(status, **common, change=change, flagged=flagged, summary=summary, evidence=tuple(evidence))
 
 

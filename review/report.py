@@ -89,9 +89,11 @@ def _verdict_html(r: Review, v: Verdict, chart_budget: list[int]) -> str:
         if c is not None:
             chart_budget[0] -= 1
             chart = f"<div class=chart>{_svg(c)}</div>"
+    why = (f"<div><b>Cause:</b> {_esc(wording.cause(v))}</div>" if wording.cause(v) else "") + \
+        (f"<div class=muted>Costs {_esc(wording.cost(v))}</div>" if wording.cost(v) else "")
     return (f"<div class='v {v.status}'><h3><span class=tag>{wording.STATUS_WORD.get(v.status, v.status)}</span>"
             f"{_esc(wording.title(v))} <span class=muted>{_esc(wording.change(v))}</span></h3>"
-            f"<div>{_esc(v.summary)}</div><ul>{items}</ul>{chart}</div>")
+            f"{why}<div>{_esc(v.summary)}</div><ul>{items}</ul>{chart}</div>")
 
 
 def _table_html(frame: pd.DataFrame, columns: dict[str, str]) -> str:
@@ -179,6 +181,10 @@ def _md_table(frame: pd.DataFrame, columns: dict[str, str]) -> str:
 
 def _md_verdict(v: Verdict) -> str:
     lines = [f"- **{wording.STATUS_WORD.get(v.status, v.status)}: {_md_cell(wording.title(v))}** ({wording.change(v)}) — {_md_cell(v.summary)}"]
+    if wording.cause(v):
+        lines.append(f"  - **cause**: {_md_cell(wording.cause(v))}")
+    if wording.cost(v):
+        lines.append(f"  - costs {_md_cell(wording.cost(v))}")
     for e in v.evidence:
         text = _md_cell(e.text)
         lines.append(f"  - {e.kind}: {text}" + (f" — hint: {_md_cell(e.fields['hint'])}" if e.fields.get("hint") else ""))

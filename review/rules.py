@@ -36,6 +36,7 @@ class Rules:
     group_max_pvalue: float = _default("group_max_pvalue")
     min_baseline_runs: int = _default("min_baseline_runs", int)
     cold_cache_drop: float = _default("cold_cache_drop")
+    paired_min_ratio: float = _default("paired_min_ratio")
     changepoint_max_pvalue: float = _default("changepoint_max_pvalue")
     changepoint_penalty: float = _default("changepoint_penalty")
     changepoint_min_size: int = _default("changepoint_min_size", int)

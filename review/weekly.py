@@ -12,6 +12,7 @@ import pandas as pd
 
 from compilewatch.ingest.formats import cudagraphs as cudagraph_hints
 from compilewatch.ingest.formats.guard_text import full_path, split_guard
+from compilewatch.review import causes, cost, host
 from compilewatch.review import series as S
 from compilewatch.review.baseline import Sides, Spec, Window, resolve_sides, spec_where, window_where
 from compilewatch.review.changepoints import ChangePoint, change_points
@@ -27,6 +28,7 @@ from compilewatch.review.regressions import (
     RunValue,
     Verdict,
     judge_new_keys,
+    judge_paired_states,
     judge_values,
 )
 from compilewatch.review.rules import Rules
@@ -58,9 +60,13 @@ class Review:
     storms: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def having(self, *statuses: str) -> list[Verdict]:
+        """The verdicts of these statuses, worst status first, then the model x hardware whose
+        regressions cost most a week (review/cost.py: the fix that pays most), then by metric."""
         order = {REGRESSION: 0, SUSPICIOUS: 1, IMPROVEMENT: 2}
+        costs = cost.group_costs(self.verdicts)
         return sorted((v for v in self.verdicts if v.status in statuses),
-                      key=lambda v: (order.get(v.status, 9), v.model, v.hardware, v.metric, -_size(v)))
+                      key=lambda v: (order.get(v.status, 9), -costs.get((v.model, v.hardware), 0.0), v.model,
+                                     v.hardware, -(v.cost_s or 0.0), v.metric, -_size(v)))
 
     @property
     def regressions(self) -> list[Verdict]:
@@ -344,7 +350,7 @@ def judge(data: Series, rules: Rules, with_changepoints: bool = True) -> tuple[l
     runs = data.all_runs
     run_rec = {r["run_id"]: _run_fields(r) for r in S.records(runs[_in(runs["run_id"], judged_ids(groups))])}
     series_values: dict[tuple, dict[str, dict]] = {}
-    for rec in S.records(values.loc[values["metric"].isin(GATED), VALUE_COLUMNS]):
+    for rec in S.records(values.loc[values["metric"].isin(GATED + [host.PROBE]), VALUE_COLUMNS]):
         series_values.setdefault((rec["model"], rec["hardware"], rec["metric"], rec["subject"]), {})[rec["run_id"]] = rec
     by_group_series: dict[tuple[str, str], list[tuple]] = {}
     for k in sorted(series_values):
@@ -355,6 +361,7 @@ def judge(data: Series, rules: Rules, with_changepoints: bool = True) -> tuple[l
         for rec in S.records(frame):
             per_run.setdefault(rec["run_id"], []).append(rec)
         key_recs[kind] = per_run
+    hosts: list[host.Group] = []
     base_hw_by_model: dict[str, set[str]] = {}
     for model, hw in zip(data.base["model"], data.base["hardware"]):
         base_hw_by_model.setdefault(model, set()).add(hw)
@@ -364,6 +371,7 @@ def judge(data: Series, rules: Rules, with_changepoints: bool = True) -> tuple[l
         if not b_ids:
             notes.append(_not_compared(model, hw, sorted(base_hw_by_model.get(model, set()))))
             continue
+        probe = None
         for key in by_group_series.get((model, hw), []):
             _, _, metric, subject = key
             by_run = series_values[key]
@@ -374,8 +382,13 @@ def judge(data: Series, rules: Rules, with_changepoints: bool = True) -> tuple[l
             first = next(iter(by_run.values()))
             unit = first["unit"] if isinstance(first["unit"], str) else None
             direction = first["direction"] if isinstance(first["direction"], str) else None
-            if metric == "compile_time":
-                found = _compile_time_verdicts(model, hw, subject, b_vals, c_vals, rules, unit, direction, hit_rate)
+            if metric == host.PROBE:
+                # evidence about the machine for the host rule, never a verdict of its own
+                probe = judge_values(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction)
+                continue
+            if metric in CACHE_STATE_METRICS:
+                found = _compile_time_verdicts(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction,
+                                               hit_rate)
             else:
                 found = [judge_values(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction)]
             verdicts += [_with_command(v) if v.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT) else v for v in found]
@@ -384,12 +397,21 @@ def judge(data: Series, rules: Rules, with_changepoints: bool = True) -> tuple[l
         for kind, _, describe in KEY_SOURCES:
             recs = [x for rid in b_ids + c_ids for x in key_recs.get(kind, {}).get(rid, [])]
             verdicts += judge_new_keys(kind, model, hw, b_ids, c_ids, recs, rules, describe)
-        group = [v for v in verdicts if v.model == model and v.hardware == hw]
-        torch_b = {run_rec[r]["torch_version"] for r in b_ids}
-        torch_c = {run_rec[r]["torch_version"] for r in c_ids}
-        _host_speed(verdicts, group, torch_b == torch_c)
+        hosts.append(_host_group(model, hw, [v for v in verdicts if v.model == model and v.hardware == hw],
+                                 b_ids, c_ids, run_rec, probe, data))
+    for g in hosts:
+        host.judge_host(verdicts, g, hosts)
     _attach_runs(verdicts, groups, run_rec)
     return verdicts, cps, notes
+
+
+def _host_group(model, hw, verdicts, b_ids, c_ids, run_rec, probe, data: Series) -> host.Group:
+    """What the host rule reads of one model x hardware (review/host.py)."""
+    def days(ids):
+        return frozenset(run_rec[r]["run_time"].date() for r in ids if run_rec[r]["run_time"] is not None)
+    torch_b = {run_rec[r]["torch_version"] for r in b_ids}
+    torch_c = {run_rec[r]["torch_version"] for r in c_ids}
+    return host.Group(model, hw, verdicts, days(b_ids), days(c_ids), torch_b == torch_c, probe=probe)
 
 
 def _not_compared(model: str, hw: str, baseline_hardware: list[str]) -> Note:
@@ -417,6 +439,7 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
                       Window() if sides.candidate else windows[1])
     data = load_series(con, sides, since, rules, models, hardware, run_ids, with_hotspots)
     verdicts, cps, notes = judge(data, rules, with_changepoints)
+    verdicts = causes.attach(con, cost.attach(verdicts), cache_states(data.values))
     desc_b, desc_c = sides.describe()
     return Review(desc_b, desc_c, rules, data.base, data.cand, verdicts, cps, notes, data.values,
                   hotspots=_hotspots(data.keys, data.cand) if with_hotspots else pd.DataFrame(),
@@ -445,26 +468,26 @@ def version_of(row) -> tuple[str, str]:
 
 def previous_version(runs: pd.DataFrame, min_runs: int) -> tuple[pd.DataFrame, pd.DataFrame, str] | None:
     """A series with no runs in the baseline window is judged against its own history: the runs of
-    its newest version (``version_of``: git commit, else label, else torch version) against those
-    of the version just before it by time, both inside the candidate window. A new team's first
-    week, or the sample logs, then still get a verdict. Both sides need ``min_runs`` runs, so that
-    a lone run of each version (a one-off) says nothing. Returns (baseline, candidate, note) or None."""
+    its newest version (``version_of``: git commit, else label, else torch version) against those of
+    the version before it, both inside the candidate window. Versions are ordered by their first run
+    and each keeps all its runs in the window, so runs that alternate (v1, v3, v1, v3: the careful
+    way to cancel host drift) are told apart as well as runs in blocks. A new team's first week, or
+    the sample logs, then still get a verdict. Both sides need ``min_runs`` runs, so that a lone run
+    of each version (a one-off) says nothing; a version with fewer is passed over for the one before
+    it. Returns (baseline, candidate, note) or None when there is really nothing to compare with."""
     runs = runs.sort_values(["run_time", "run_id"]).reset_index(drop=True)
     named = runs[[c for c in VERSION_COLUMNS if c in runs.columns]]   # all a version is read from
     key = pd.Series([version_of(r)[1] for r in S.records(named)], dtype="string")
-    newest = key.iloc[-1]
-    i = len(runs)
-    while i and key.iloc[i - 1] == newest:
-        i -= 1
-    if i == 0:
+    order = list(dict.fromkeys(key.tolist()))          # versions by their first run, oldest first
+    if len(order) < 2:
         return None
-    previous = key.iloc[i - 1]
-    j = i
-    while j and key.iloc[j - 1] == previous:
-        j -= 1
-    b_runs, c_runs = runs.iloc[j:i], runs.iloc[i:]
-    if len(b_runs) < min_runs or len(c_runs) < min_runs:
+    rows = {v: np.flatnonzero((key == v).to_numpy()) for v in order}
+    newest = order[-1]
+    earlier = [v for v in order[:-1] if len(rows[v]) >= min_runs]
+    if len(rows[newest]) < min_runs or not earlier:
         return None
+    previous = earlier[-1]
+    b_runs, c_runs = runs.iloc[rows[previous]], runs.iloc[rows[newest]]
 
     def what(row) -> str:
         commit, torch = row["git_commit"], row["torch_version"]
@@ -476,51 +499,27 @@ def previous_version(runs: pd.DataFrame, min_runs: int) -> tuple[pd.DataFrame, p
 
     named_by = version_of(c_runs.iloc[0].to_dict())[0]
     by = {"commit": "git commit", "label": "label (no git commit recorded)", "torch": "torch version (no commit or label)"}
+    interleaved = bool(rows[previous].max() > rows[newest].min())
     text = (f"no runs in the baseline window; its newest version ({what(c_runs.iloc[0])}, {len(c_runs)} runs) "
-            f"is judged against the version before it ({what(b_runs.iloc[-1])}, {len(b_runs)} runs) in this window; "
-            f"versions told apart by {by[named_by]}")
+            f"is judged against the version before it ({what(b_runs.iloc[-1])}, {len(b_runs)} runs) in this window"
+            + ("; their runs alternate in time, so each side takes all its version's runs" if interleaved else "")
+            + f"; versions told apart by {by[named_by]}")
+    rest = [v for v in order if v not in (newest, previous)]
+    if rest:
+        others = ", ".join(f"{what(runs.iloc[rows[v][0]])} ({len(rows[v])} run{'s' * (len(rows[v]) != 1)})"
+                           for v in reversed(rest))
+        text += f"; versions not compared here: {others}"
     return b_runs, c_runs, text
 
 
-TIMINGS = ("step_time", "iteration_time", "compile_time")
-COUNTS = ("graph_breaks", "recompiles", "limit_hits", "failures")
+# judged apart per compile-cache state: a cold compile costs several times a warm one
+CACHE_STATE_METRICS = ("compile_time", "time_to_first_step")
 
 
-def _host_speed(verdicts: list[Verdict], group: list[Verdict], same_torch: bool) -> None:
-    """A slower (or faster) machine is not a code change. When the compiled graphs are the same on
-    both sides (no new or gone key, no count changed, same torch) and yet the busiest compiled
-    callable's steady step time moved - confirmed - then the host ran at another speed: timings
-    that moved the same way by no more than 1.5x that factor are put down to it (worse:
-    suspicious, better: unchanged), with the factor as evidence. A slower step outside the
-    compiled region (the iteration period alone) leaves the compiled step times, and so this
-    rule, alone."""
-    import dataclasses
-    if not same_torch:
-        return
-    if any((v.kind and v.status != UNCHANGED) or (v.metric in COUNTS and v.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT))
-           for v in group):
-        return
-    steps = [v for v in group if v.metric == "step_time" and v.baseline is not None and v.baseline.median]
-    if not steps:
-        return
-    busiest = max(steps, key=lambda v: v.baseline.median)
-    if busiest.status not in (REGRESSION, IMPROVEMENT) or busiest.change is None:
-        return
-    factor = busiest.change
-    text = (f"the compiled graphs are the same on both sides, yet the busiest compiled callable "
-            f"({busiest.subject}) ran {100 * factor:+.0f}% at steady state: the machine ran at another "
-            f"speed, not the code")
-    for i, v in enumerate(verdicts):
-        if v not in group or v.metric not in TIMINGS or v.change is None or v.status == UNCHANGED:
-            continue
-        if (v.change > 0) != (factor > 0) or abs(v.change) > 1.5 * abs(factor):
-            continue
-        if v.worse:
-            verdicts[i] = dataclasses.replace(v, status=SUSPICIOUS, summary=v.summary + " (host speed)",
-                                              evidence=v.evidence + (Evidence("host", text, {"factor": factor}),))
-        elif v.status == IMPROVEMENT:
-            verdicts[i] = dataclasses.replace(v, status=UNCHANGED, summary=v.summary + " (host speed)",
-                                              evidence=v.evidence + (Evidence("host", text, {"factor": factor}),))
+def cache_states(values: pd.DataFrame) -> dict[str, str]:
+    """Each run's compile-cache state (``cache_state``) from its cache_hit_rate value."""
+    rates = values.loc[values["metric"] == "cache_hit_rate", ["run_id", "value"]]
+    return {rid: cache_state(rate) for rid, rate in rates.itertuples(index=False)}
 
 
 def cache_state(hit_rate: float | None) -> str:
@@ -531,7 +530,8 @@ def cache_state(hit_rate: float | None) -> str:
     return "cold" if hit_rate <= 0 else "warm"
 
 
-def _compile_time_verdicts(model, hw, subject, b_vals, c_vals, rules, unit, direction, hit_rate) -> list[Verdict]:
+def _compile_time_verdicts(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction,
+                           hit_rate) -> list[Verdict]:
     """Compile time is compared only between runs in the same cache state: a cold first run costs
     several times a warm one, so mixing them hides a version whose warm compiles got 4x slower
     behind the spread of the cold ones. Each state both sides have is its own series (subject
@@ -547,12 +547,20 @@ def _compile_time_verdicts(model, hw, subject, b_vals, c_vals, rules, unit, dire
     b_by, c_by = split(b_vals), split(c_vals)
     shared = [st for st in ("warm", "cold") if b_by.get(st) and c_by.get(st)]
     if not shared:
-        v = judge_values(model, hw, "compile_time", subject, b_vals, c_vals, rules, unit, direction)
+        v = judge_values(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction)
         return [_with_cache(v, hit_rate, rules) if v.status in (REGRESSION, SUSPICIOUS, IMPROVEMENT) else v]
+    if len(shared) > 1 and all(len(b_by[st]) < rules.min_baseline_runs for st in shared):
+        # a version's cold first run and warm second: one run a side per state, judged together
+        sub = f"{subject} {' and '.join(shared)} cache".strip()
+        v = judge_paired_states(model, hw, metric, sub, {st: (b_by[st], c_by[st]) for st in shared},
+                                rules, unit, direction)
+        text = (f"judged within each cache state ({', '.join(shared)}): a run that missed every compile cache "
+                f"only against a run that missed too, a run that hit only against one that hit")
+        return [dataclasses.replace(v, evidence=v.evidence + (Evidence("cache", text, {"state": "paired"}),))]
     out = []
     for st in shared:
         sub = f"{subject} {st} cache".strip()
-        v = judge_values(model, hw, "compile_time", sub, b_by[st], c_by[st], rules, unit, direction)
+        v = judge_values(model, hw, metric, sub, b_by[st], c_by[st], rules, unit, direction)
         others = {k: (len(b_by.get(k, [])), len(c_by.get(k, []))) for k in ("warm", "cold", "unknown") if k != st}
         left_out = ", ".join(f"{k}: {b} baseline / {c} candidate" for k, (b, c) in others.items() if b or c)
         text = (f"compared within {st}-cache runs only ({len(b_by[st])} baseline, {len(c_by[st])} candidate; "

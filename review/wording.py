@@ -54,6 +54,28 @@ def diff_command(v: Verdict) -> str | None:
     return f"compilewatch diff {base[-1]} {cand[-1]}"
 
 
+def cause(v: Verdict) -> str | None:
+    """Why it moved, in one sentence ("Block.forward compiles 1.0 s → 36 s: Inductor 30 s longer
+    (cache warm in the baseline, warm in the candidate); …"), where the store could tell."""
+    return v.cause.text if v.cause and v.cause.text else None
+
+
+def cost(v: Verdict) -> str | None:
+    """What the verdict costs per week in time, in words ("≈ 2.4 h a week"), where it can be told."""
+    if v.cost_s is None or v.cost_s != v.cost_s or v.cost_s <= 0:
+        return None
+    return per_week(v.cost_s)
+
+
+def per_week(seconds: float) -> str:
+    """Seconds a week in the unit a person says them in."""
+    if seconds >= 3600:
+        return f"≈ {seconds / 3600:,.1f} h a week"
+    if seconds >= 60:
+        return f"≈ {seconds / 60:,.0f} min a week"
+    return f"≈ {seconds:,.0f} s a week"
+
+
 def line(v: Verdict) -> str:
     """One line: status, where, what, change and the detector's summary."""
     return f"{STATUS_WORD.get(v.status, v.status)}: {title(v)} ({change(v)}) — {v.summary}"
@@ -85,6 +107,12 @@ def headline(model: str, hardware: str, verdicts: list[Verdict]) -> str:
             causes.append(ev["cudagraph_skip"].text.replace("CUDA graphs skipped", "CUDA graphs are skipped", 1))
         elif v.kind == "new_limit_hit":
             causes.append(f"a recompile limit was hit ({ev['limit_hit'].text})" if "limit_hit" in ev else "a recompile limit was hit")
+    # the biggest timing or memory move's own cause, where no new key already says why
+    timed = [v for v in worse if not v.kind and cause(v) and metric_of(v.metric).kind != "count"]
+    if timed and len(causes) < 2:
+        top = max(timed, key=lambda v: (v.status == REGRESSION, v.cost_s or 0,
+                                        abs(v.change) if v.change is not None and not math.isinf(v.change) else 0))
+        causes.append(f"{what(top).split(' (')[0].lower()}{_subject(top)}: {cause(top)}")
     # timings and memory first, biggest move first; then the counts the causes above explain
     sizes = [v for v in worse if not v.kind]
     sizes.sort(key=lambda v: (metric_of(v.metric).kind == "count",

@@ -15,7 +15,8 @@ from compilewatch.review.regressions import Verdict
 from compilewatch.review.weekly import Review
 
 COLUMNS = ["status", "model", "hardware", "metric", "subject", "change", "summary", "evidence", "command",
-           "baseline_run", "candidate_run", "break_key", "function", "headline", "diff_command"]
+           "baseline_run", "candidate_run", "break_key", "function", "headline", "diff_command", "cause",
+           "cost_s", "cost", "frame"]
 
 
 def _windows(f: Filters) -> tuple[Window, Window]:
@@ -50,7 +51,9 @@ def _row(v: Verdict) -> dict:
             "break_key": (ev["graph_break"].fields.get("break_key") if "graph_break" in ev else None),
             "function": (ev["recompile"].fields.get("function") if "recompile" in ev
                          else ev["limit_hit"].fields.get("function") if "limit_hit" in ev else None),
-            "headline": None, "diff_command": wording.diff_command(v) if v.worse else None}
+            "headline": None, "diff_command": wording.diff_command(v) if v.worse else None,
+            "cause": wording.cause(v), "cost_s": v.cost_s, "cost": wording.cost(v),
+            "frame": (v.cause.frame or {}).get("co_name") if v.cause else None}
 
 
 def verdicts(con, f: Filters) -> pd.DataFrame:

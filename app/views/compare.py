@@ -178,7 +178,8 @@ if compare.mode(f) == "runs":
                "and compile order: the ops, guards and Inductor kernels that appear or disappear, and the compile "
                "time. `compilewatch diff RUN_A RUN_B` prints the same.")
     # The graphs, guards and output code are read only when asked for: they can be megabytes.
-    if st.toggle("Compare the compiled graphs, guards and kernels", key="cmp_diff_open"):
+    # a verdict's Compare link names the frame its cause points at: open on that frame's diff
+    if st.toggle("Compare the compiled graphs, guards and kernels", key="cmp_diff_open", value=bool(f.frame)):
         d = ui.load(compare.compile_diff, f)
         if d is not None:
             ui.table(d.drop(columns=["graphs_changed"]), key="cmp_compile_diff", empty="Neither run has compile ids.",
@@ -190,7 +191,9 @@ if compare.mode(f) == "runs":
                      compile_s_a=ui.num_col("Compile A", "%.2f s"), compile_s_b=ui.num_col("Compile B", "%.2f s"))
             changed = d[d["what"] == "changed"]
             if len(changed):
+                named = [i for i in changed.index if f.frame and changed.at[i, "compiled_frame"].startswith(f"{f.frame} (")]
                 pick = st.selectbox("Show the unified diff of", list(changed.index), key="cmp_diff_pair",
+                                    index=list(changed.index).index(named[0]) if named else 0,
                                     format_func=lambda i: f"{changed.at[i, 'compile_id_a']} → {changed.at[i, 'compile_id_b']} "
                                                           f"{changed.at[i, 'compiled_frame']}")
                 kinds = [k for k in changed.at[pick, "graphs_changed"].split(", ") if k]

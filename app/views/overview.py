@@ -7,6 +7,7 @@ import streamlit as st
 from compilewatch.app import charts, ui
 from compilewatch.app.queries import overview
 from compilewatch.app.queries import review as review_q
+from compilewatch.review import wording
 
 MAX_GROUPS = 10   # model x hardware blocks of verdicts drawn in full
 
@@ -40,7 +41,9 @@ if kept is not None:
 if verdicts is not None:
     base_f = f.replace(start=prev.start, end=f.end)   # links span both windows
     def links(row) -> dict:
-        out = {"compare": ui.link("compare", base_f, run_id=row.baseline_run, run_b=row.candidate_run)
+        frame = getattr(row, "frame", None)
+        out = {"compare": ui.link("compare", base_f, run_id=row.baseline_run, run_b=row.candidate_run,
+                                  frame=frame if isinstance(frame, str) and frame else None)
                if row.baseline_run and row.candidate_run else None,
                "run": ui.link("run", base_f, run_id=row.candidate_run) if row.candidate_run else None,
                "detail": None}
@@ -56,8 +59,13 @@ if verdicts is not None:
     if judged.empty:
         st.caption("Nothing got worse or better beyond the rules and the runs' own noise.")
     order = {"regression": 0, "suspicious": 1, "improvement": 2}
-    ranked = judged.assign(_rank=judged["status"].map(order))
-    groups = ranked.groupby(["model", "hardware"], sort=False)["_rank"].min().sort_values(kind="stable")
+    # worst status first, then what the group's regressions cost a week (review/cost.py): the fix that
+    # pays most first; a review kept by an older version has no cost column
+    cost = judged["cost_s"] if "cost_s" in judged else pd.Series(0.0, index=judged.index)
+    ranked = judged.assign(_rank=judged["status"].map(order), _cost=pd.to_numeric(cost, errors="coerce").fillna(0.0))
+    keys = ranked.groupby(["model", "hardware"], sort=False).agg(_rank=("_rank", "min"), _cost=("_cost", "sum"))
+    keys = keys.sort_values(["_rank", "_cost"], ascending=[True, False], kind="stable")
+    groups = keys["_rank"]
     # The worst groups in full; past MAX_GROUPS (an organisation's week can judge hundreds of models)
     # the rest are counted and left to the filters and the report: every group drawn is sent along.
     if len(groups) > MAX_GROUPS:
@@ -67,23 +75,32 @@ if verdicts is not None:
                    f"and {int((rest == 2).sum())} with improvements are in the report below, or pick models in the sidebar.")
         groups = groups.iloc[:MAX_GROUPS]
     for n, (model, hw) in enumerate(groups.index):
-        part = ranked[(ranked["model"] == model) & (ranked["hardware"] == hw)].sort_values("_rank", kind="stable")
+        part = ranked[(ranked["model"] == model) & (ranked["hardware"] == hw)].sort_values(
+            ["_rank", "_cost"], ascending=[True, False], kind="stable")
         # links for the rows drawn only: a week of an organisation judges hundreds of rows
         part = pd.concat([part.reset_index(drop=True),
                           pd.DataFrame([links(r) for r in part.itertuples()], columns=["compare", "run", "detail"])],
                          axis=1)
         with st.container(border=True):
             st.markdown(f"**{ui.md(part['headline'].iloc[0])}**")
-            shown = part.assign(evidence=[" · ".join(t for _, t, _ in ev) for ev in part["evidence"]])
+            if part["_cost"].sum() > 0:
+                st.caption(f"What these regressions cost: {ui.md(wording.per_week(part['_cost'].sum()))} "
+                           f"(extra compile seconds times the runs, extra step time times the steps).")
+            why = part["cause"] if "cause" in part else pd.Series(None, index=part.index)
+            shown = part.assign(evidence=[c if isinstance(c, str) and c else " · ".join(t for _, t, _ in ev)
+                                          for c, ev in zip(why, part["evidence"])])
             ui.table(shown[["status", "metric", "change", "evidence", "compare", "run", "detail"]],
                      key=f"ov_group_{n}", status=ui.text_col("Verdict", "small"), metric=ui.text_col("What", "medium"),
-                     change=ui.text_col("Change", "small"), evidence=ui.text_col("Evidence", "large"),
+                     change=ui.text_col("Change", "small"), evidence=ui.text_col("Cause / evidence", "large"),
                      compare=ui.link_col("Compare", width="small"), run=ui.link_col("Run", width="small"),
                      detail=ui.link_col("Hotspot / storm", width="small"))
             with st.expander("Evidence in full, and the command that reproduces a run"):
                 for row in part.itertuples():
                     st.markdown(f"**{ui.md(row.status.capitalize())}: {ui.md(row.metric)}** ({ui.md(row.change)}) — "
                                 f"{ui.md(row.summary)}")
+                    if isinstance(getattr(row, "cause", None), str) and row.cause:
+                        st.markdown(f"- **cause**: {ui.md(row.cause)}"
+                                    + (f" — costs {ui.md(row.cost)}" if isinstance(getattr(row, "cost", None), str) else ""))
                     for kind, text, hint in row.evidence:
                         st.markdown(f"- {ui.md(kind.replace('_', ' '))}: {ui.md(text)}"
                                     + (f" — *fix:* {ui.md(hint)}" if isinstance(hint, str) and hint else ""))

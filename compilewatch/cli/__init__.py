@@ -250,6 +250,10 @@ def cmd_check(args) -> int:
                              ("better", result.improvements)):
             for v in items:
                 print(f"  {title:<10} {safe(wording.title(v))} ({safe(wording.change(v))}) — {safe(v.summary)}")
+                if wording.cause(v):
+                    print(f"             cause: {safe(wording.cause(v))}")
+                if wording.cost(v):
+                    print(f"             costs: {safe(wording.cost(v))}")
                 for e in v.evidence:
                     print(f"             {e.kind}: {safe(e.text)}")
         for n in result.notes:

@@ -71,8 +71,19 @@ def test_slow_step_shows_only_in_the_iteration_period(team_con):
     # the compiled graphs are the same: no graph break, recompile, limit hit or failure moved
     for v in _loud(r):
         assert v.metric not in ("graph_breaks", "new_graph_break", "recompiles", "limit_hits", "failures"), v.summary
-    # on the H200 machine the host kept up with the GPU (18.3 -> 18.6 ms): no regression there
-    assert not [v.summary for v in r.regressions if v.hardware == H200]
+    # on the H200 machine the host kept up with the GPU (18.3 -> 18.6 ms): the iteration did not
+    # regress there. Its compiled forward's device time did grow, 5% in all three runs with noise
+    # ±0.06 ms (the host falls behind the launches): nothing outside the job says the machine
+    # changed, so that is the code's, and the evidence says why it was not put down to the host.
+    _only_the_launch_bound_step(r, "llama-finetune", H200)
+
+
+def _only_the_launch_bound_step(r, model, hardware):
+    worse = [v for v in r.regressions if v.model == model and v.hardware == hardware]
+    assert {v.metric for v in worse} <= {"step_time"}, [v.summary for v in worse]
+    for v in worse:
+        assert 0.05 < v.change < 0.1 and len(v.flagged) == 3, v.summary
+        assert any(e.kind == "host_check" and "not put down to the machine" in e.text for e in v.evidence)
 
 
 @pytest.mark.parametrize("model", ["llama-pretrain", "llama-finetune"])
@@ -109,7 +120,7 @@ def test_fresh_store_window_judges_each_job_against_its_previous_version(team_co
         for metric in ("graph_breaks", "recompiles", "limit_hits", "iteration_time", "new_graph_break"):
             assert ("llama-pretrain", hw, metric) in worse, (hw, metric)
     assert ("llama-finetune", H100, "iteration_time") in worse
-    assert not [v.summary for v in r.regressions if v.model == "llama-finetune" and v.hardware == H200]
+    _only_the_launch_bound_step(r, "llama-finetune", H200)
     for v in r.regressions:      # v2 against v1 of the same job, never a run of another version
         labels = {x.label for x in v.baseline.runs} if v.baseline else set()
         assert labels <= {"v1-clean"}, (v.summary, labels)

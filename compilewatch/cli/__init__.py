@@ -538,10 +538,10 @@ def cmd_show(args) -> int:
     with open_store(args.db).read() as con:
         if args.artifact:
             text = show.artifact_text(con, args.run, args.compile_id, args.artifact, rank=args.rank)
-        elif args.compile_id:
-            text = show.compile_text(con, args.run, args.compile_id, rank=args.rank)
+        elif args.compile_id:   # listings name what the log named (subgraphs, artifacts): shown safely
+            text = safe_block(show.compile_text(con, args.run, args.compile_id, rank=args.rank))
         else:
-            text = show.run_text(con, args.run)
+            text = safe_block(show.run_text(con, args.run))
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 

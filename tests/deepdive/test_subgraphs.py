@@ -130,3 +130,19 @@ def test_diff_command_prints_subgraph_pairs_as_json(store):
                           capture_output=True, text=True, check=True)
     d = json.loads(done.stdout)
     assert [(p["subgraph"], p["artifacts_changed"]) for p in d["subgraphs"]] == [("repeated_subgraph0", ["fx_graph_runnable"])]
+
+
+def test_show_prints_a_logged_subgraph_name_safely(tmp_path):
+    """A subgraph's name is the log's text: an escape code in it is shown, never sent to the terminal."""
+    def hostile(env, payload):
+        if env.get("subgraph_name") == "repeated_subgraph0":
+            env["subgraph_name"] = "repeated\x1b[2J\x1b]0;owned\x07"
+        return env, payload
+    log = edit(SAMPLES / "subgraph_name.log", tmp_path / "hostile.log", hostile)
+    db = tmp_path / "cw.duckdb"
+    assert ingest_paths(open_store(db), [log], run_id="hostile").ok
+    for extra in ([], ["0/0"]):
+        out = subprocess.run([sys.executable, "-m", "compilewatch", "show", "--db", str(db), "hostile", *extra],
+                             capture_output=True, text=True, check=True).stdout
+        assert "\x1b" not in out and "\x07" not in out
+        assert "repeated\\x1b[2J" in out

@@ -147,7 +147,7 @@ def _env(store):
 def test_four_racing_ingests_and_reingests_store_each_file_once(lake_store):
     """Four processes ingest overlapping inputs at once, then two re-ingest everything: every file and
     run is stored once, with exactly its rows; the others are told "duplicate"."""
-    inputs = [TRACE, *TEXTS, *BUNDLES, *SUBGRAPHS]
+    inputs = [TRACE, *TEXTS, *BUNDLES]
     env = _env(lake_store)
     sets = [inputs, inputs[::-1], inputs[1:] + inputs[:1], inputs]
     procs = [_cli(["ingest", "--quiet", *map(str, s)], env) for s in sets]

@@ -161,6 +161,28 @@ def trend(frame: pd.DataFrame, field: str = "speedup") -> alt.Chart:
     return chart.properties(title=title, height=HEIGHT)
 
 
+def cudagraph_coverage(frame: pd.DataFrame) -> alt.Chart:
+    """Per run over time, one panel per figure: CUDA graphs recorded, partitions and skips; a
+    line per model. The coverage in words is the tooltip."""
+    title = "CUDA-graph coverage per run"
+    if frame.empty:
+        return _empty(title)
+    figures = {"cudagraph_graphs": "Graphs recorded", "cudagraph_partitions": "Partitions", "cudagraph_skips": "Skips"}
+    # only the columns drawn: the frame is sent to the browser with the chart
+    long = frame[["model", "run_time", "coverage", *figures]].melt(
+        id_vars=["model", "run_time", "coverage"], var_name="figure", value_name="value")
+    long["figure"] = long["figure"].map(figures)
+    return alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("run_time:T", title="Run time (UTC)"),
+        y=alt.Y("value:Q", title=None),
+        color=alt.Color("model:N", title="Model", legend=alt.Legend(columns=2, symbolLimit=0)),
+        tooltip=[alt.Tooltip("model:N", title="Model"), alt.Tooltip("run_time:T", title="Run (UTC)", format="%Y-%m-%d %H:%M"),
+                 alt.Tooltip("figure:N", title="Figure"), alt.Tooltip("value:Q", title="Value"),
+                 alt.Tooltip("coverage:N", title="Coverage")],
+    ).properties(height=HEIGHT // 2, width=220).facet(column=alt.Column("figure:N", title=None, sort=list(figures.values())),
+                                                       title=title).resolve_scale(y="independent")
+
+
 def by_version(frame: pd.DataFrame, dimension: str = "torch_version") -> alt.Chart:
     # Horizontal bars: version names (nightlies, git commits) are long, and rotated under vertical
     # bars they ate the whole plot height at team scale.
@@ -211,8 +233,8 @@ def step_times(frame: pd.DataFrame) -> alt.Chart:
     ).properties(height=HEIGHT)
 
 
-PHASE_COLORS = alt.Scale(domain=["tracing", "AOT", "Inductor", "autotuning"],
-                         range=["#4c78a8", "#f58518", "#54a24b", "#b279a2"])
+PHASE_COLORS = alt.Scale(domain=["tracing", "AOT", "Inductor", "autotuning", "backward", "runtime autotuning"],
+                         range=["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#9d755d"])
 
 
 def compile_phase_split(frame: pd.DataFrame) -> alt.Chart:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 MAIN = Path(__file__).resolve().parent / "main.py"
+# What `compilewatch dashboard` runs: MAIN's pages and the push API on one port (asgi.py).
+ASGI = Path(__file__).resolve().parent / "asgi.py"
 
 OPTIONS: dict[str, object] = {
     # Only this machine can connect unless told otherwise (`compilewatch dashboard --address`, the

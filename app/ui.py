@@ -32,9 +32,9 @@ _DEFAULT_WINDOW = "_cw_default_window"  # this page's default (start, end)
 # -- store -----------------------------------------------------------------------------------------
 @st.cache_resource(show_spinner="Opening the compilewatch store (first start ingests sample_logs/)…")
 def _open_store(db_path: str, data_path: str | None, sample_dir: str, bootstrap_enabled: bool):
-    from compilewatch.store import open_store
+    from compilewatch.app.stores import shared
 
-    store = open_store(db_path, data_path)
+    store = shared(db_path, data_path)
     message = None
     if bootstrap_enabled:
         try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from compilewatch.collectors.bench_worker import CSV_COLUMNS
 from compilewatch.collectors.collect import archive_bundle, collect
 from compilewatch.collectors.models import get_spec
+from compilewatch.collectors.torch_logs import DEFAULT_LOGS
 from compilewatch.collectors.version import __version__
 from compilewatch.core.errors import CollectError, ModelUnavailableError, OutputNotWritableError, TorchMissingError
 
@@ -44,7 +45,7 @@ def _check(models, modes, skip_missing):
 
 def run_bench(models, modes=("default",), task="train", steps=20, warmup=3, device=None,
               out_dir=".compilewatch/bench", batch_size=None, amp=False, repeats=1, timeout=None,
-              archive=False, logs="graph_breaks,recompiles,perf_hints", skip_missing=False, tee=True,
+              archive=False, logs=DEFAULT_LOGS, skip_missing=False, tee=True,
               budget_s=None) -> list[dict]:
     """Run every model x mode x repeat; return the rows (bench.csv columns + exit_status, bundle, repeat).
     With budget_s, no new run starts once that many seconds have passed (the rest are listed as skipped)."""
@@ -77,6 +78,9 @@ def run_bench(models, modes=("default",), task="train", steps=20, warmup=3, devi
                               collector=f"compilewatch bench {__version__}", tee=tee,
                               # the worker imports collectors even where compilewatch isn't installed
                               pythonpath=[str(REPO_ROOT)],
+                              # a speedup is eager over compiled in one process on one host: the
+                              # machine's speed cancels out, and a probe per model and mode costs seconds
+                              probe=False,
                               manifest_extra={"bench": {"mode": mode, "task": task, "steps": steps, "warmup": warmup,
                                                         "amp": amp, "repeat": rep}})
                 row = _read_row(res.bundle / "bench.csv")

@@ -6,10 +6,18 @@ exit, crash, Ctrl-C, SIGTERM to the collector, or --timeout. ``manifest.end_reas
     exited       the command exited with status 0
     crashed      it exited non-zero, or was killed by a signal nobody here sent
     interrupted  Ctrl-C (SIGINT) reached the collector; it was passed on to the command
-    terminated   SIGTERM reached the collector (or the command); it was passed on
+    terminated   SIGTERM reached the collector (or the command); it was passed on; or the command
+                 died of a SIGUSR1/SIGUSR2 that the collector passed on
     timeout      --timeout passed; the command got SIGTERM, then SIGKILL after a grace period
 
 The collector's own exit status is the command's (128+N when it died of signal N).
+
+Signals: the collector's handlers are installed before the command starts, so the command starts
+with SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 at their defaults (exec resets a handled signal, where an
+ignored one stays ignored: a batch script's `cmd &` ignores SIGINT). SIGINT and SIGTERM are passed
+on and stop the run (SIGKILL after the grace time); SIGUSR1 and SIGUSR2, which SLURM's `--signal`
+sends before the time limit, are passed on and the run goes on. ``manifest.signals_passed_on``
+names each signal passed on, in order.
 """
 from __future__ import annotations
 
@@ -26,9 +34,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from compilewatch.collectors import host_probe
 from compilewatch.collectors.env import environment, looks_like_python, utc_now
 from compilewatch.collectors.torch_logs import DEFAULT_LOGS
 from compilewatch.collectors.version import __version__
+from compilewatch.core import settings
 from compilewatch.core.errors import CommandNotFoundError, OutputNotWritableError, TorchMissingError
 from compilewatch.ingest.bundle import TIMINGS, TORCH_LOGS, TRACE_DIR, Manifest, write_manifest
 
@@ -50,7 +60,8 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "run"
 
 
-def _default_name(command: list[str], model: str | None) -> str:
+def default_name(command: list[str], model: str | None) -> str:
+    """The bundle folder's name: the model, else the script's name, else the program's."""
     if model:
         return model
     for arg in command:
@@ -192,35 +203,100 @@ def collect(
     manifest_extra: dict | None = None,
     require_torch: bool = True,
     pythonpath=(),
+    probe: bool | None = None,
 ) -> CollectResult:
     """Run `command` and write a bundle under `out_dir`. Raises CollectError subclasses for what
-    stops a run from starting; once the command has started, a bundle is always written."""
+    stops a run from starting; once the command has started, a bundle is always written.
+    `probe`: time the host probe (collectors/host_probe.py) before and after the command; None
+    follows the host_probe setting."""
     command = [str(c) for c in command]
     run_id = uuid.uuid4().hex
     python = _check_command(command, os.environ)
     env_info = environment(os.getcwd(), python)
     if require_torch and python and env_info.get("torch_installed") is False:
         raise TorchMissingError(f"torch is not installed for {python}")
-    bundle = prepare_bundle_dir(out_dir, _default_name(command, model), run_id)
+    bundle = prepare_bundle_dir(out_dir, default_name(command, model), run_id)
     env = child_env(bundle, logs, hooks, extra_env, pythonpath)
+    probing = _Probing(command, python, env, bundle) if (settings.is_on("host_probe") if probe is None else probe) else None
+    if probing is not None:
+        try:
+            probing.before()
+        except BaseException:   # Ctrl-C before the command started: no bundle, as if never begun
+            shutil.rmtree(bundle, ignore_errors=True)
+            raise
 
     started_at = utc_now()
     t0 = time.monotonic()
     log = open(bundle / TORCH_LOGS, "wb")
-    proc = _start(command, env, bundle, log)
     stop = _Stop(grace_s)
-    _supervise(proc, log, stop, None if not timeout else t0 + float(timeout), tee)
-    exit_status, reason = _outcome(proc.returncode, stop.reason)
+    signals = _Signals(stop)
+    try:
+        proc = _start(command, env, bundle, log)
+        signals.attach(proc)
+        _supervise(proc, log, stop, None if not timeout else t0 + float(timeout), tee)
+    finally:
+        signals.restore()
+    exit_status, reason = _outcome(proc.returncode, stop.reason, stop.passed_on)
     ended_at = utc_now()
     wall = round(time.monotonic() - t0, 3)
+    if probing is not None:
+        # Ctrl-C or SIGTERM asked the collector to stop: write the bundle now, not after a probe
+        probing.after(skip="the collector was asked to stop" if stop.signal is not None else None)
+        manifest_extra = {**(manifest_extra or {}), "host_probe": probing.record()}
 
-    manifest = _build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall,
-                               exit_status, reason, env_info, env, collector, timeout, hooks, manifest_extra)
+    extra = dict(manifest_extra or {})
+    if stop.passed_on:
+        extra["signals_passed_on"] = [signal.Signals(s).name for s in stop.passed_on]
+    manifest = build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall,
+                               exit_status, reason, env_info, env, collector, timeout, hooks, extra)
     write_manifest(bundle, manifest)
     result_path = bundle
     if archive:
         result_path = archive_bundle(bundle)
     return CollectResult(result_path, exit_status, reason, manifest, stop.signal)
+
+
+class _Probing:
+    """The host probe around one job: before it, after it, on the same device both times."""
+
+    def __init__(self, command: list[str], python: str | None, env: dict, bundle: Path):
+        self.python = python or _script_python(command, env) or sys.executable
+        self.env = host_probe.probe_env(env, str(INJECT_DIR))
+        self.cwd = str(bundle)
+        self.probes: dict = {}
+
+    def before(self) -> None:
+        self.probes["before"] = host_probe.run_probe(self.python, self.env, self.cwd)
+
+    def after(self, skip: str | None = None) -> None:
+        if skip:
+            self.probes["after"] = {"error": f"not run: {skip}"}
+            return
+        device = self.probes.get("before", {}).get("device")
+        self.probes["after"] = host_probe.run_probe(self.python, self.env, self.cwd, device=device)
+
+    def record(self) -> dict:
+        """The manifest's "host_probe" (ingest/bundle.py)."""
+        timed = [p for p in self.probes.values() if "median_ms" in p]
+        return {"device": timed[0]["device"] if timed else None, "python": self.python, **self.probes}
+
+
+def _script_python(command: list[str], env: dict) -> str | None:
+    """The interpreter of a Python console script (torchrun, accelerate, ...) from its #! line."""
+    exe = command[0] if os.sep in command[0] else shutil.which(command[0], path=env.get("PATH"))
+    try:
+        with open(exe, "rb") as f:
+            first = f.readline(512)
+    except (OSError, TypeError):
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = words[1:]
+    if words and looks_like_python(words[0]):
+        return looks_like_python(words[0])
+    return None
 
 
 def _start(command: list[str], env: dict, bundle: Path, log) -> subprocess.Popen:
@@ -244,10 +320,59 @@ class _Stop:
         self.reason: str | None = None
         self.signal: int | None = None
         self.deadline: float | None = None
+        self.passed_on: list[int] = []       # every signal passed on to the command, in order
 
     def begin(self, reason: str, proc, sig: int, now: float) -> None:
         self.reason, self.deadline = reason, now + self.grace_s
         _kill_group(proc, sig)
+
+    def on_signal(self, proc, signum: int) -> None:
+        self.passed_on.append(signum)
+        if signum in PASSED_ON:
+            # A warning before the time limit: the job decides (checkpoint, requeue); we go on.
+            _kill_group(proc, signum)
+        elif self.reason is None:
+            self.signal = signum
+            self.begin(STOPPED_BY[signum], proc, signum, time.monotonic())
+        else:  # a second Ctrl-C or SIGTERM: stop waiting
+            _kill_group(proc, signal.SIGKILL)
+
+
+STOPPED_BY = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+# SLURM's `--signal=USR1@60` (or USR2) warns a job before its time limit
+PASSED_ON = (signal.SIGUSR1, signal.SIGUSR2)
+
+
+class _Signals:
+    """The collector's handlers for STOPPED_BY and PASSED_ON, installed before the command starts:
+    exec resets a handled signal to its default in the command, where a signal ignored here (a
+    batch script's `cmd &` starts us with SIGINT ignored) would stay ignored there and a Ctrl-C
+    passed on would do nothing. A signal that arrives before the command exists is passed on
+    once it does. Only the main thread may set handlers; elsewhere nothing is installed."""
+
+    def __init__(self, stop: _Stop):
+        self.stop = stop
+        self.proc = None
+        self.early: list[int] = []
+        self.old: dict = {}
+        if threading.current_thread() is threading.main_thread():
+            for s in (*STOPPED_BY, *PASSED_ON):
+                self.old[s] = signal.signal(s, self._handle)
+
+    def _handle(self, signum, frame):
+        if self.proc is None:
+            self.early.append(signum)
+        else:
+            self.stop.on_signal(self.proc, signum)
+
+    def attach(self, proc) -> None:
+        self.proc = proc
+        for s in self.early:
+            self.stop.on_signal(proc, s)
+
+    def restore(self) -> None:
+        for s, h in self.old.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
 
 
 def _supervise(proc, log, stop: _Stop, deadline: float | None, tee: bool) -> None:
@@ -257,28 +382,14 @@ def _supervise(proc, log, stop: _Stop, deadline: float | None, tee: bool) -> Non
     out_term = getattr(sys.stdout, "buffer", None) if tee else None
     err_term = getattr(sys.stderr, "buffer", None) if tee else None
     tees = [_Tee(proc.stdout, out_term, log, lock), _Tee(proc.stderr, err_term, log, lock)]
-
     # The child runs in its own process group (so that it, and anything it spawns, can be signalled
-    # as one); Ctrl-C and SIGTERM therefore reach us only, and we pass them on.
-    def on_signal(signum, frame):
-        if stop.reason is None:
-            stop.signal = signum
-            stop.begin("interrupted" if signum == signal.SIGINT else "terminated", proc, signum, time.monotonic())
-        else:  # a second Ctrl-C: stop waiting
-            _kill_group(proc, signal.SIGKILL)
-
-    old = {}
-    if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGINT, signal.SIGTERM):
-            old[s] = signal.signal(s, on_signal)
+    # as one); a terminal's Ctrl-C and a kill of our pid reach us only, and _Signals passes them on.
     try:
         _wait(proc, stop, deadline)
         # Grandchildren may still hold the pipes open: don't wait on them for ever.
         for t in tees:
             t.join(timeout=5)
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
         with lock:
             log.close()
 
@@ -299,11 +410,13 @@ def _wait(proc, stop: _Stop, deadline: float | None) -> None:
             _kill_group(proc, signal.SIGKILL)
 
 
-def _outcome(rc: int, stop_reason: str | None) -> tuple[int, str]:
+def _outcome(rc: int, stop_reason: str | None, passed_on=()) -> tuple[int, str]:
     """(exit status as a shell reports it, end reason) of a command that returned `rc`."""
     exit_status = rc if rc >= 0 else 128 + (-rc)
     if stop_reason is not None:
         return exit_status, stop_reason
+    if rc < 0 and -rc in passed_on:
+        return exit_status, "terminated"     # the scheduler's warning, passed on, ended it
     if rc == 0:
         return exit_status, "exited"
     if rc == -signal.SIGINT:
@@ -313,8 +426,10 @@ def _outcome(rc: int, stop_reason: str | None) -> tuple[int, str]:
     return exit_status, "crashed"
 
 
-def _build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall, exit_status,
-                    reason, env_info, env, collector, timeout, hooks, manifest_extra) -> Manifest:
+def build_manifest(run_id, bundle, command, model, label, started_at, ended_at, wall, exit_status,
+                   reason, env_info, env, collector, timeout, hooks, manifest_extra) -> Manifest:
+    """The manifest of a finished run: what the bundle holds, the run's facts, and the versions and
+    hardware that the hooks' timings.json reported (else those of `env_info`)."""
     timings = _read_timings_env(bundle)
     files: dict = {}
     if (bundle / TORCH_LOGS).is_file():

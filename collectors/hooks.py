@@ -9,7 +9,7 @@ patches ``torch.compile`` and ``nn.Module.compile`` once torch is imported), or 
             train_step(batch)
 
 The output is ``timings.json`` in the shape of ``ingest.bundle.TIMINGS_DOC``, written at exit
-(atexit, and on SIGTERM when the program has no handler of its own) to ``$COMPILEWATCH_TIMINGS``.
+(atexit, and on SIGTERM, SIGUSR1 or SIGUSR2 when the program has no handler of its own) to ``$COMPILEWATCH_TIMINGS``.
 
 How a call is timed, and why it is honest and cheap:
 - The first call of a compiled callable (and any later call during which dynamo compiled something,
@@ -95,6 +95,39 @@ def _take_stats() -> tuple[int, int]:
     return max(0, g), max(0, b)
 
 
+# CUDA graphs under mode="reduce-overhead": torch counts skips and partitions but neither the
+# graphs it records nor their replays, so the hooks count the calls of the CUDA-graph tree
+# manager's record_function and execute_node (named so since torch 2.0). Watched from the first
+# compile that imported the module (its first call only warms up, the recording comes later).
+_CUDAGRAPH = [0, 0]            # [recordings, replays]
+_cudagraphs_watched = False
+
+
+def _watch_cudagraphs() -> None:
+    global _cudagraphs_watched
+    mod = sys.modules.get("torch._inductor.cudagraph_trees")
+    manager = getattr(mod, "CUDAGraphTreeManager", None)
+    names = ("record_function", "execute_node")
+    # a torch that renamed either is not watched: a count of nothing would read as "no replays"
+    if _cudagraphs_watched or manager is None or not all(callable(getattr(manager, n, None)) for n in names):
+        return
+    _cudagraphs_watched = True
+    for slot, name in enumerate(names):
+        original = getattr(manager, name)
+
+        def counted(self, *args, _original=original, _slot=slot, **kwargs):
+            _CUDAGRAPH[_slot] += 1
+            return _original(self, *args, **kwargs)
+        setattr(manager, name, counted)
+
+
+def _cudagraph_doc() -> dict | None:
+    """What timings.json says of CUDA graphs: None where no compile brought the tree manager in."""
+    if not _cudagraphs_watched:
+        return None
+    return {"recordings": _CUDAGRAPH[0], "replays": _CUDAGRAPH[1]}
+
+
 def _percentile(sorted_vals, q):
     if not sorted_vals:
         return None
@@ -118,6 +151,7 @@ class CallTimer:
         self.steps: list[dict] = []
         self.steady: list[float] = []     # all resolved steady durations (ms), also past MAX_STEPS_KEPT
         self.compiles = 0                  # calls during which dynamo compiled something
+        self.first_call_done_s = None      # the process's age when the first call returned
         self.graphs = 0
         self.graph_breaks = 0
         self.sample_every = 1
@@ -133,9 +167,17 @@ class CallTimer:
         self._last_start = None
         self._gaps: list[float] = []
         self._gap_since: list[int] = []
+        self.replayed_calls = 0            # calls during which a CUDA graph was replayed
 
     # -- the call path -------------------------------------------------------------------------
     def call(self, fn, args, kwargs):
+        replays = _CUDAGRAPH[1]
+        out = self._call(fn, args, kwargs)
+        if _CUDAGRAPH[1] != replays:
+            self.replayed_calls += 1
+        return out
+
+    def _call(self, fn, args, kwargs):
         n = self.calls
         self.calls = n + 1
         now = time.perf_counter()
@@ -193,6 +235,7 @@ class CallTimer:
 
     def _on_compiled_during(self, n, t0, cuda):
         torch = self.torch
+        _watch_cudagraphs()
         g, b = _take_stats()
         self.graphs += g
         self.graph_breaks += b
@@ -209,6 +252,7 @@ class CallTimer:
                 pass
         if n == 0:
             self.first_call_ms = ms
+            self.first_call_done_s = process_age()
         if ms is not None:
             self._add(n, "compile", ms, peak)
 
@@ -273,6 +317,7 @@ class CallTimer:
             "graphs": self.graphs,
             "graph_breaks": self.graph_breaks,
             "calls": self.calls,
+            "replayed_calls": self.replayed_calls if _cudagraphs_watched else None,
             "sample_every": self.sample_every,
             "steady_median_ms": _round(_percentile(steady, 0.5)),
             "steady_iqr_ms": _round(None if not steady else _percentile(steady, 0.75) - _percentile(steady, 0.25)),
@@ -351,6 +396,15 @@ def _event_overhead_ms(torch) -> float:
 
 
 # -- the iteration period ----------------------------------------------------------------------
+def mark_trainer_step(trainer_name: str) -> None:
+    """One optimizer step of a trainer (Lightning, Hugging Face): the iteration period then follows
+    the trainer's own steps, whatever optimizers it holds and however it accumulates gradients."""
+    clock = RECORDER.trainer_clock
+    if clock is None:
+        clock = RECORDER.trainer_clock = IterationClock(f"{trainer_name} steps", "trainer_step")
+    clock.mark()
+
+
 class IterationClock:
     """The training-step period a team feels: the time from one iteration mark to the next, so it
     includes forward, backward, the optimizer, data loading and any host work in between, with no
@@ -458,6 +512,8 @@ class IterationClock:
 
 
 def _on_optimizer_step(optimizer, args, kwargs) -> None:
+    if RECORDER.first_step is None:
+        RECORDER.first_step = (_first_step_age(), "optimizer_step")
     clock = RECORDER.optimizer_clock
     try:
         if clock is None:
@@ -495,20 +551,38 @@ class Recorder:
         self._names: dict[str, int] = {}
         self._written = False
         self.path = os.environ.get(TIMINGS_ENV)
+        self.rank = os.environ.get("RANK")   # rank N > 0 writes timings.rankN.json beside the path
+        self.ranks: dict = {}                # rank / world_size a trainer told, over the launcher's
         self.optimizer_clock = None
+        self.trainer_clock = None            # marked by a trainer callback (compilewatch.integrations)
+        self.first_step = None          # (process age in s, "optimizer_step") at the first optimizer step
 
     def iteration(self) -> dict | None:
-        """The iteration period: between optimizer steps when the job stepped an optimizer twice or
-        more, else between calls of the outermost compiled callable (the one called most often;
-        the first compiled wins a tie, as a script's model is compiled before its helpers)."""
-        clock = self.optimizer_clock
-        if clock is not None and clock is not _BROKEN and clock.marks >= 2:
-            return clock.to_dict()
+        """The iteration period: between a trainer's optimizer steps when a trainer callback marked
+        them (its own count, gradient accumulation included), else between optimizer steps when the
+        job stepped an optimizer twice or more, else between calls of the outermost compiled
+        callable (the one called most often; the first compiled wins a tie, as a script's model is
+        compiled before its helpers)."""
+        for clock in (self.trainer_clock, self.optimizer_clock):
+            if clock is not None and clock is not _BROKEN and clock.marks >= 2:
+                return clock.to_dict()
         timers = [t for t in self.timers if t.mode == "compiled" and t._gaps]
         if not timers:
             return None
         best = max(timers, key=lambda t: (t.calls, -self.timers.index(t)))
         return best.iteration_dict()
+
+    def time_to_first_step(self) -> tuple[float | None, str | None]:
+        """Seconds from the process's start to the end of its first completed step, and which step:
+        the first optimizer step ("optimizer_step"), else the first call of the outermost compiled
+        callable, chosen as for the iteration period ("compiled_call")."""
+        if self.first_step is not None and self.first_step[0] is not None:
+            return self.first_step
+        timers = [t for t in self.timers if t.mode == "compiled" and t.first_call_done_s is not None]
+        if not timers:
+            return None, None
+        best = max(timers, key=lambda t: (t.calls, -self.timers.index(t)))
+        return best.first_call_done_s, "compiled_call"
 
     def timer(self, name: str, mode: str, **kw) -> CallTimer:
         k = self._names.get(name, 0)
@@ -537,6 +611,7 @@ class Recorder:
         iteration = self.iteration()
         if iteration is not None:
             callables.append(iteration)
+        first_step_s, first_step_source = self.time_to_first_step()
         out = {
             "format_version": FORMAT_VERSION,
             "callables": callables,
@@ -545,13 +620,18 @@ class Recorder:
             # Wall time of the calls that compiled (first calls and recompiles), as the job felt it.
             "compile_time_s": _round(sum(s["duration_ms"] for c in callables if c.get("mode") == "compiled"
                                          for s in c.get("steps") or () if s.get("phase") == "compile") / 1e3, 4),
+            "time_to_first_step_s": _round(first_step_s, 3),
+            "first_step_source": first_step_source,
+            "process_start_source": _PROCESS_START[1] if first_step_s is not None else None,
             "peak_mem_bytes": None,
             "peak_rss_bytes": _peak_rss_bytes(),
+            "cudagraphs": _cudagraph_doc(),
             "device": "cpu",
             "pid": os.getpid(),
             "env": {"cpu_model": cpu_model()},
         }
         out.update(_rank_env())
+        out.update(self.ranks)
         utils = sys.modules.get("torch._dynamo.utils")
         if utils is not None:
             try:
@@ -566,6 +646,11 @@ class Recorder:
                 out["compilation_metrics"] = _frame_metrics(utils)
             except Exception:
                 pass
+        try:
+            # at the end of the job: a script may change them while it runs
+            out["settings"] = _job_settings().job_settings(torch)
+        except Exception as e:  # timing must never break the job
+            _warn(f"settings not recorded: {e}")
         if torch is not None:
             env = out["env"]
             env["torch_version"] = getattr(torch, "__version__", None)
@@ -590,7 +675,7 @@ class Recorder:
         if not path:
             return None
         data = self.snapshot()
-        rank = os.environ.get("RANK")
+        rank = self.rank
         if rank not in (None, "", "0"):
             root, ext = os.path.splitext(path)
             path = f"{root}.rank{rank}{ext}"
@@ -602,6 +687,73 @@ class Recorder:
         os.replace(tmp, path)
         self._written = True
         return path
+
+
+def _proc_start():
+    """(seconds since boot at this process's start, CLOCK_BOOTTIME) from /proc/self/stat: the
+    kernel's start time of the process (field 22, clock ticks since boot), which is before the
+    interpreter ran anything; None where there is no /proc."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])   # fields after "(comm)" start at field 3
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except Exception:
+        return None
+
+
+def _psutil_start():
+    try:
+        import psutil
+        return psutil.Process().create_time()
+    except Exception:
+        return None
+
+
+_boot_start = _proc_start()
+_PROCESS_START = ((_boot_start, "proc_stat") if _boot_start is not None and hasattr(time, "CLOCK_BOOTTIME")
+                  else (_psutil_start(), "psutil"))
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (to 10 ms: the kernel counts its start in clock ticks);
+    None where neither /proc nor psutil says when that was."""
+    start, source = _PROCESS_START
+    if start is None:
+        return None
+    try:
+        now = time.clock_gettime(time.CLOCK_BOOTTIME) if source == "proc_stat" else time.time()
+    except Exception:
+        return None
+    return max(now - start, 0.0)
+
+
+def _first_step_age() -> float | None:
+    # The step ends when the device has done its work: one synchronisation, at the first step only,
+    # which compilation dominates anyway.
+    torch = _torch()
+    if _cuda_active(torch):
+        try:
+            torch.cuda.synchronize()
+        except Exception:
+            pass
+    return process_age()
+
+
+def _job_settings():
+    """collectors/job_settings.py, also where the job's interpreter lacks compilewatch and
+    sitecustomize loaded this file from our tree."""
+    try:
+        from compilewatch.collectors import job_settings
+        return job_settings
+    except ImportError:
+        import importlib.util
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "job_settings.py")
+        spec = importlib.util.spec_from_file_location("compilewatch.collectors.job_settings", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[spec.name] = mod
+        return mod
 
 
 def _peak_rss_bytes() -> int | None:
@@ -733,11 +885,13 @@ ORIGINAL_COMPILE = None
 _ITERATION_HANDLE = None
 
 
-def install(torch) -> None:
-    """Patch torch.compile (nn.Module.compile goes through it) so every compiled callable is timed."""
+def install(torch, exit_hooks: bool = True) -> bool:
+    """Patch torch.compile (nn.Module.compile goes through it) so every compiled callable is timed.
+    With exit_hooks, timings.json is written at exit and on SIGTERM/SIGUSR1/SIGUSR2 (the wrapped
+    command's case; an in-process collection writes its own). False when already installed."""
     global ORIGINAL_COMPILE, _ITERATION_HANDLE
     if getattr(torch.compile, "_compilewatch", False):
-        return
+        return False
     if _ITERATION_HANDLE is None:
         try:
             _ITERATION_HANDLE = install_iteration_hook(torch)
@@ -762,7 +916,46 @@ def install(torch) -> None:
     compile.__wrapped__ = orig
     compile._compilewatch = True
     torch.compile = compile
-    _register_exit()
+    if exit_hooks:
+        _register_exit()
+    return True
+
+
+def uninstall(torch) -> None:
+    """Undo install: torch.compile as it was, the optimizer step hook removed. Callables compiled
+    meanwhile stay timed (into the recorder that was current when they were compiled)."""
+    global ORIGINAL_COMPILE, _ITERATION_HANDLE
+    if ORIGINAL_COMPILE is not None and getattr(torch.compile, "_compilewatch", False):
+        torch.compile = ORIGINAL_COMPILE
+    ORIGINAL_COMPILE = None
+    if _ITERATION_HANDLE is not None:
+        _ITERATION_HANDLE.remove()
+        _ITERATION_HANDLE = None
+
+
+def time_compiled_modules(root) -> list:
+    """Time the compiled submodules of `root` (torch.compile'd before any hook was installed:
+    a trainer's model compiled by the script). Returns the modules now timed, for untime."""
+    torch = _torch()
+    optimized = getattr(getattr(getattr(torch, "_dynamo", None), "eval_frame", None), "OptimizedModule", None)
+    if optimized is None or not isinstance(root, torch.nn.Module):
+        return []
+    timed = []
+    for module in root.modules():
+        if isinstance(module, optimized) and not hasattr(module, "_compilewatch_timer"):
+            wrap_compiled(module, _callable_name(module._orig_mod))
+            if hasattr(module, "_compilewatch_timer"):
+                timed.append(module)
+    return timed
+
+
+def untime(modules) -> None:
+    """Give modules timed by wrap_compiled their own class back."""
+    for module in modules:
+        sub = type(module)
+        if sub in _SUBCLASSES.values():
+            object.__setattr__(module, "__class__", sub.__mro__[1])
+            object.__delattr__(module, "_compilewatch_timer")
 
 
 _exit_registered = False
@@ -775,11 +968,14 @@ def _register_exit():
     _exit_registered = True
     atexit.register(_write_at_exit)
     if threading.current_thread() is threading.main_thread():
-        try:
-            if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-                signal.signal(signal.SIGTERM, _on_sigterm)
-        except (ValueError, OSError):
-            pass
+        # What a scheduler sends: SIGTERM, and SLURM's --signal warnings (USR1/USR2), which end a
+        # program that has no handler of its own without running atexit.
+        for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+            try:
+                if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                    signal.signal(sig, _on_fatal_signal)
+            except (ValueError, OSError):
+                pass
 
 
 def _write_at_exit():
@@ -791,10 +987,10 @@ def _write_at_exit():
         _warn(f"could not write timings: {e}")
 
 
-def _on_sigterm(signum, frame):
+def _on_fatal_signal(signum, frame):
     _write_at_exit()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def _warn(msg):

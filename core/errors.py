@@ -86,6 +86,11 @@ class SpecError(CompileWatchError):
             "hardware, model (e.g. --baseline label=v1 --candidate label=v2,model=llama)")
 
 
+class PushError(CompileWatchError):
+    """`compilewatch push` could not deliver its runs: the server refused them (the reason it gave is
+    the title) or could not be reached."""
+
+
 class PostError(CompileWatchError):
     """The report could not be delivered to the webhook given with --post."""
 

@@ -74,6 +74,28 @@ SETTINGS: tuple[Setting, ...] = (
         "(each file is also capped by Streamlit's server.maxUploadSize in .streamlit/config.toml).",
     ),
     Setting(
+        "push_max_mb", "COMPILEWATCH_PUSH_MAX_MB", "1024",
+        "Most MiB one `compilewatch push` may send to the team server (its packed body); a larger push is "
+        "refused with HTTP 413 and the reason, before anything is queued.",
+        secret=False,
+    ),
+    Setting(
+        "push_max_files", "COMPILEWATCH_PUSH_MAX_FILES", "2000",
+        "Most files one push may carry (bundles' files and loose logs together); more is refused with HTTP 413.",
+        secret=False,
+    ),
+    Setting(
+        "push_server", "COMPILEWATCH_SERVER", "",
+        "The team server `compilewatch push` sends to, e.g. http://compilewatch.example.internal:8501.",
+        secret=False, option="--server",
+    ),
+    Setting(
+        "push_token", "COMPILEWATCH_PUSH_TOKEN", "",
+        "The push token `compilewatch push` sends (made by `compilewatch token add` on the server); never "
+        "given on the command line, where other users' `ps` would see it. --token-file reads it from a file instead.",
+        secret=False,
+    ),
+    Setting(
         "listen_address", "COMPILEWATCH_LISTEN_ADDRESS", "127.0.0.1",
         "Address `compilewatch dashboard` listens on: 127.0.0.1 lets only this machine in; a team server "
         "sets 0.0.0.0 (or one interface) and puts login (st.login) or a reverse proxy in front.",
@@ -86,6 +108,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "bootstrap", "COMPILEWATCH_BOOTSTRAP", "1",
         "Set to 0 to skip ingesting sample_logs on first start (an empty database then shows how to add data).",
+    ),
+    Setting(
+        "host_probe", "COMPILEWATCH_HOST_PROBE", "1",
+        "Set to 0 to skip the host probe `compilewatch collect` times before and after each job (a short "
+        "fixed workload in a process of its own: the evidence the review reads before it puts a slower "
+        "step down to the machine).",
+        secret=False, option="--no-probe",
     ),
     # -- the weekly review's detection (review/rules.py reads these; README lists them) --------------
     Setting(

@@ -46,6 +46,7 @@ TITLES = {
     "bwd_compilation_metrics": "Backward compile metrics",
     "compilation_metrics_runtime": "Runtime metrics (first calls, CUDA-graph recording)",
     "bwd_compilation_metrics_runtime": "Backward runtime metrics",
+    "aot_autograd_backward_compilation_metrics": "Backward compile metrics (2.3-2.4)",
 }
 _CODE_KINDS = frozenset(("dynamo_output_graph", "aot_joint_graph", "aot_forward_graph", "aot_backward_graph",
                          "aot_inference_graph", "inductor_pre_grad_graph", "inductor_post_grad_graph",

@@ -42,6 +42,19 @@ def attempts(con, run_id: str, compile_id: str | None, rank: int | None = None) 
     ORDER BY line_no""", [run_id, compile_id, compile_id, rank, rank])
 
 
+def later_times(con, run_id: str, compile_id: str | None, rank: int | None = None) -> dict:
+    """What `compile_id`'s frame compile cost after its forward (store/compile_time.py), summed over
+    its records (of one rank, when given): backward_s, runtime_autotune_s and cudagraphify_s, each
+    None when no record said."""
+    frame_compile = None if compile_id is None else compile_id.split("_")[0]
+    (row,) = rows(con, """
+    SELECT sum(backward_compile_time_s) AS backward_s, sum(runtime_autotune_time_s) AS runtime_autotune_s,
+           sum(runtime_cudagraphify_time_s) AS cudagraphify_s
+    FROM later_compile_metrics WHERE run_id = ? AND compile_id = ? AND (? IS NULL OR rank = ?)""",
+                  [run_id, frame_compile, rank, rank])
+    return row
+
+
 def restarted(restart_reasons) -> bool:
     return restart_reasons is not None and restart_reasons not in ("[]", "")
 

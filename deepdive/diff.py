@@ -10,14 +10,14 @@ frame's compiles (the frame's first compile with the other's first, a recompile 
 recompile), so `0/0` of one run meets `0/0` of the other even when the ids were numbered
 differently. Artifacts are compared after normalising what changes from run to run without a
 change in the program: object ids and addresses, numbered generated names (`h_1`,
-`cpp_fused_relu_0`), paths in source comments. Listing a diff reads the graphs, guards and output
-code of the matched compile ids and subgraphs only; ``text_diff`` reads one artifact pair, when a
-reader asks.
+`cpp_fused_relu_0`), paths in source comments (ingest/formats/artifact_text.py, the one place for
+it: the fingerprints stored at ingest are of the same normalised text). Listing a diff reads the
+graphs, guards and output code of the matched compile ids and subgraphs only; ``text_diff`` reads
+one artifact pair, when a reader asks.
 """
 from __future__ import annotations
 
 import difflib
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -25,58 +25,17 @@ from pathlib import PurePath
 from compilewatch.core.errors import NotFoundError
 from compilewatch.deepdive import subgraphs
 from compilewatch.deepdive.artifacts import fetch, rows
+from compilewatch.ingest.formats.artifact_text import comparable, graph_ops, guard_set, kernels, normalise
+from compilewatch.store.compile_match import frame_of, match, pick_rank
+from compilewatch.store.compile_time import per_compile
 
-PHASES = (("entire_frame_compile_time_s", "total"), ("backend_compile_time_s", "backend (AOT + Inductor)"),
+# "total" is what the job waited for the compile (store/compile_time.py): the forward's frame
+# compile, the backward compile and the runtime autotuning; the forward's phases beside them
+PHASES = (("total_s", "total"), ("entire_frame_compile_time_s", "forward"),
+          ("backend_compile_time_s", "backend (AOT + Inductor)"),
           ("inductor_compile_time_s", "Inductor"), ("code_gen_time_s", "code generation"),
-          ("autotune_time_s", "autotuning"))
+          ("autotune_time_s", "autotuning"), ("backward_s", "backward"), ("runtime_autotune_s", "runtime autotuning"))
 GRAPH_KINDS = ("dynamo_output_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-_BIG_NUMBER = re.compile(r"(?<![\w.])\d{7,}(?![\w.])")        # ids, ___check_obj_id(x, 140400820326048)
-_NUMBERED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*?)_\d+\b")   # h_1, linear_2, cpp_fused_relu_0
-_FILE_COMMENT = re.compile(r"(# File: )(\S+?)(:\d+)")
-_CALL = re.compile(r"^\s+\w+(?:: \"[^\"]*\")? = ([\w.]+)\(")
-_KERNEL = re.compile(r"^(\w+) = async_compile\.(\w+)\(", re.M)
-_GUARD_LEAF = re.compile(r"^[|\s]*\+- ([A-Z][A-Z_]+): (.*)$")
-_COMMENT = re.compile(r"\s+#\s")
-
-
-def normalise(text: str) -> str:
-    """An artifact's text with what differs between runs of one program made alike."""
-    text = _ADDRESS.sub("0x…", text)
-    text = _BIG_NUMBER.sub("<id>", text)
-    text = _FILE_COMMENT.sub(lambda m: m.group(1) + PurePath(m.group(2)).name + m.group(3), text)
-    return _NUMBERED.sub(r"\1_N", text)
-
-
-def graph_ops(text: str) -> Counter:
-    """The calls a printed FX graph makes, counted: `torch._C._nn.linear`, `.relu` (a method)."""
-    ops: Counter = Counter()
-    for line in text.splitlines():
-        m = _CALL.match(line)
-        if m:
-            callee = m.group(1)
-            head, _, method = callee.rpartition(".")
-            # a method on a local value (h.relu) is the method; a module path (torch.ops.aten.mm) stays
-            ops["." + method if head and "." not in head and not head.startswith(("torch", "operator")) else callee] += 1
-    return ops
-
-
-def guard_set(text: str) -> set[str]:
-    """The leaf guards of a guard tree (`dynamo_cpp_guards_str`) or guard list, as expressions:
-    `EQUALS_MATCH: L['self'].act_mode == 1`, ids and comments left out."""
-    out = set()
-    for line in text.splitlines():
-        m = _GUARD_LEAF.match(line)
-        if not m or m.group(1).endswith("GUARD_MANAGER") or m.group(1) == "GuardManager":
-            continue
-        expr = _COMMENT.split(m.group(2))[0].strip()
-        out.add(f"{m.group(1)}: {_BIG_NUMBER.sub('<id>', _ADDRESS.sub('0x…', expr))}")
-    return out
-
-
-def kernels(text: str) -> Counter:
-    """Inductor's generated kernels in an output code file, by name with its number made alike."""
-    return Counter(_NUMBERED.sub(r"\1_N", m.group(1)) for m in _KERNEL.finditer(text))
 
 
 @dataclass
@@ -170,23 +129,15 @@ class RunDiff:
                 "only_candidate": [one(c) for c in self.only_candidate]}
 
 
-def _pick_rank(con, run_id: str, rank: int | None) -> int | None:
-    """The rank to compare: the one asked for, else a single-process run's (None), else rank 0's."""
-    if rank is not None:
-        return rank
-    ranks = [r["rank"] for r in rows(con, "SELECT DISTINCT rank FROM compiles WHERE run_id = ?", [run_id])]
-    return None if None in ranks or not ranks else min(ranks)
-
-
 def _compiles(con, run_id: str, rank: int | None) -> list[Compile]:
-    rank = _pick_rank(con, run_id, rank)
+    rank = pick_rank(con, run_id, rank)
     found = rows(con, f"""
         SELECT compile_id, any_value(co_name) AS fn, any_value(co_filename) AS file, any_value(co_firstlineno) AS line,
                min(frame_id) AS frame_id, min(frame_compile_id) AS fcid, min(attempt) AS attempt,
                {', '.join(f'max({c}) AS {c}' for c, _ in PHASES)}, max(graph_op_count) AS ops, min(line_no) AS first
-        FROM compiles WHERE run_id = ? AND compile_id IS NOT NULL AND rank IS NOT DISTINCT FROM ?
+        FROM ({per_compile("run_id = ?")}) WHERE has_forward AND compile_id IS NOT NULL AND rank IS NOT DISTINCT FROM ?
         GROUP BY compile_id ORDER BY frame_id NULLS LAST, fcid NULLS LAST, attempt NULLS LAST, first""",
-                 [run_id, rank])
+                 [run_id, run_id, rank])
     arts = rows(con, "SELECT compile_id, kind, file_id, line_no FROM artifacts WHERE run_id = ? "
                      "AND rank IS NOT DISTINCT FROM ? AND kind IN ('dynamo_output_graph', 'aot_forward_graph', "
                      "'aot_backward_graph', 'aot_inference_graph', 'inductor_output_code', 'dynamo_cpp_guards_str', "
@@ -197,7 +148,7 @@ def _compiles(con, run_id: str, rank: int | None) -> list[Compile]:
     seen: Counter = Counter()
     out = []
     for r in found:
-        frame = (r["fn"] or "?", PurePath(r["file"]).name if r["file"] else "?", r["line"])
+        frame = frame_of(r["fn"], r["file"], r["line"])
         phases = {name: (None if r[col] is None else float(r[col])) for col, name in PHASES}
         c = Compile(r["compile_id"], frame, seen[frame], phases, r["ops"])
         # several inductor_output_code per compile id (forward, backward): kept in order, keyed apart
@@ -235,7 +186,7 @@ def _pair(con, base_run: str, cand_run: str, a: Compile, b: Compile) -> PairDiff
     k_added, k_removed = _counter_diff(k_a, k_b)
     shown = GRAPH_KINDS + ("inductor_output_code",)   # the order a reader walks: Dynamo, AOT, Inductor
     graphs_changed = sorted((k for k in kinds if k.split("#")[0] in shown
-                             and normalise(texts[k][0]) != normalise(texts[k][1])),
+                             and comparable(k.split("#")[0], texts[k][0]) != comparable(k.split("#")[0], texts[k][1])),
                             key=lambda k: (shown.index(k.split("#")[0]), k))
     return PairDiff(a.frame, a.nth, a.compile_id, b.compile_id, ops_added, ops_removed,
                     sorted(g_b - g_a), sorted(g_a - g_b), k_added, k_removed,
@@ -243,16 +194,26 @@ def _pair(con, base_run: str, cand_run: str, a: Compile, b: Compile) -> PairDiff
                     {name: (a.phases.get(name), b.phases.get(name)) for _, name in PHASES})
 
 
-def diff_runs(con, baseline_run: str, candidate_run: str, rank: int | None = None) -> RunDiff:
-    """Match the two runs' compile ids by frame and order, and say what differs in each pair."""
+def diff_runs(con, baseline_run: str, candidate_run: str, rank: int | None = None,
+              frame: tuple[str, str, int | None] | None = None) -> RunDiff:
+    """Match the two runs' compile ids by frame and order, and say what differs in each pair.
+    `frame` (function, file name, first line of either side): that frame's pairs and one-sided
+    compile ids alone, the other frames' artifacts and the subgraphs left unread."""
     for rid in (baseline_run, candidate_run):
         if not rows(con, "SELECT 1 FROM runs WHERE run_id = ?", [rid]):
             raise NotFoundError(f"no run {rid} in the store", "list runs with `compilewatch stats` or the dashboard")
-    sub_a, sub_b = subgraphs.collect(con, baseline_run, rank), subgraphs.collect(con, candidate_run, rank)
+    # a frame's diff leaves the subgraphs out: their artifacts are of other compile ids than the frame's
+    sub_a, sub_b = (([], []) if frame is not None else
+                    (subgraphs.collect(con, baseline_run, rank), subgraphs.collect(con, candidate_run, rank)))
     sub_pairs = subgraphs.match(sub_a, sub_b)
     sub_paired_a, sub_paired_b = {id(a) for a, _ in sub_pairs}, {id(b) for _, b in sub_pairs}
     a_list, b_list = _compiles(con, baseline_run, rank), _compiles(con, candidate_run, rank)
     matched = match(a_list, b_list)
+    if frame is not None:
+        frame = tuple(frame)
+        matched = [(a, b) for a, b in matched if frame in (a.frame, b.frame)]
+        a_list = [c for c in a_list if c.frame == frame or any(c is a for a, _ in matched)]
+        b_list = [c for c in b_list if c.frame == frame or any(c is b for _, b in matched)]
     paired_a, paired_b = {id(a) for a, _ in matched}, {id(b) for _, b in matched}
     return RunDiff(baseline_run, candidate_run, [_pair(con, baseline_run, candidate_run, a, b) for a, b in matched],
                    [c for c in a_list if id(c) not in paired_a], [c for c in b_list if id(c) not in paired_b],
@@ -268,32 +229,6 @@ def _subgraph_pair(con, base_run: str, cand_run: str, a: subgraphs.Subgraph, b: 
                and normalise(_text(con, base_run, pa[k])) != normalise(_text(con, cand_run, pb[k]))]
     return SubgraphDiff(a.key, a.label, a.compile_ids, b.compile_ids, [k for k in pb if k not in pa],
                         [k for k in pa if k not in pb], changed)
-
-
-# Looser and looser: the same frame; then the same function in the same file (an edit above it moved
-# its first line); then the same function name (the script was copied under another name).
-_MATCH_KEYS = (lambda c: c.frame, lambda c: c.frame[:2], lambda c: c.frame[0])
-
-
-def match(a_list: list[Compile], b_list: list[Compile]) -> list[tuple[Compile, Compile]]:
-    """Pairs of compiles, each side's compiles of one key paired in their compile order."""
-    pairs: list[tuple[Compile, Compile]] = []
-    left_a, left_b = list(a_list), list(b_list)
-    for key in _MATCH_KEYS:
-        by_b: dict = {}
-        for c in left_b:
-            by_b.setdefault(key(c), []).append(c)
-        still_a = []
-        for c in left_a:
-            queue = by_b.get(key(c))
-            if queue:
-                pairs.append((c, queue.pop(0)))
-            else:
-                still_a.append(c)
-        taken = {id(b) for _, b in pairs}
-        left_a, left_b = still_a, [c for c in left_b if id(c) not in taken]
-    order = {id(c): i for i, c in enumerate(a_list)}
-    return sorted(pairs, key=lambda p: order[id(p[0])])
 
 
 def text_diff(con, baseline_run: str, candidate_run: str, baseline_id: str, candidate_id: str, kind: str,

@@ -7,7 +7,7 @@ import json
 
 from compilewatch.core.errors import NotFoundError
 from compilewatch.deepdive import artifacts, stack_trie, subgraphs
-from compilewatch.deepdive.compiles import attempts, compile_ids
+from compilewatch.deepdive.compiles import attempts, compile_ids, later_times
 
 
 def _run(con, run_id: str) -> dict:
@@ -95,6 +95,7 @@ def compile_text(con, run_id: str, compile_id: str, rank: int | None = None) -> 
                             f"known compile ids: {known}" if known else "this run has no compile ids")
     out = [(f"compile {compile_id}" if compile_id else "records without a compile id") + f" of run {run_id}"
            + (f" (rank {rank})" if rank is not None else "")]
+    last_of_rank = {m["rank"]: m for m in metrics}
     for m in metrics:
         out.append("")
         out.append(f"[{m['compile_id']}] {m['co_name'] or '?'} at {m['co_filename'] or '?'}:{m['co_firstlineno'] or '?'}"
@@ -115,6 +116,13 @@ def compile_text(con, run_id: str, compile_id: str, rank: int | None = None) -> 
             out.append(f"  FAILED: {m['fail_type']}{where}")
             if m["fail_reason"]:
                 out += ["    " + ln for ln in str(m["fail_reason"]).splitlines()]
+        later = later_times(con, run_id, m["compile_id"], m["rank"])
+        after = [(label, later[k]) for k, label in (("backward_s", "backward compile"),
+                                                    ("runtime_autotune_s", "runtime autotuning"),
+                                                    ("cudagraphify_s", "CUDA-graph recording"))
+                 if later[k] is not None]
+        if after and m is last_of_rank[m["rank"]]:   # a frame compile's last attempt: what came after it
+            out.append("  after the forward: " + ", ".join(f"{label} {v:.3f} s" for label, v in after))
         restarts = _json_list(m["restart_reasons"])
         if restarts:
             out.append("  restarted because:")

@@ -197,17 +197,59 @@ def _extract_tar(path: Path, dest: Path, budget: Budget, display: str) -> None:
                 pass
 
 
+def _tar_member_rel(display: str, member) -> PurePosixPath | None:
+    """A tar member's path under the target, after the checks every tar member must pass."""
+    rel = _safe_relpath(display, member.name)
+    if member.issym() or member.islnk():
+        raise ArchiveError(f"{display}: member {member.name!r} is a link (to {member.linkname!r})",
+                           "archive the files themselves (tar without -h keeps links)")
+    if not (member.isfile() or member.isdir()):
+        raise ArchiveError(f"{display}: member {member.name!r} is a device or special file",
+                           "archive only regular files and folders")
+    return rel
+
+
 def _extract_tar_members(tf, dest: Path, budget: Budget, display: str) -> None:
     for member in tf:
-        rel = _safe_relpath(display, member.name)
-        if member.issym() or member.islnk():
-            raise ArchiveError(f"{display}: member {member.name!r} is a link (to {member.linkname!r})",
-                               "archive the files themselves (tar without -h keeps links)")
-        if not (member.isfile() or member.isdir()):
-            raise ArchiveError(f"{display}: member {member.name!r} is a device or special file",
-                               "archive only regular files and folders")
+        rel = _tar_member_rel(display, member)
         _write_member(dest, rel, member.name, member.isdir(), lambda member=member: tf.extractfile(member),
                       display, budget)
+
+
+def check_tar(path: Path, budget: Budget | None = None, display: str | None = None) -> int:
+    """Check a .tar / .tar.gz against the rules and caps above without writing a byte: every
+    member's path and type, the number of entries, and the bytes its members declare (a tar
+    member's size is exactly what unpacking it writes). Returns how many regular files it holds.
+    Raises ArchiveError with the reason, as `extract` would. For a server that takes archives from
+    strangers and queues them: the refusal is said at once, the unpacking left to the ingest."""
+    path = Path(path)
+    display = display or path.name
+    budget = budget if budget is not None else Budget()
+    budget.archive_bytes += path.stat().st_size
+    files = 0
+    try:
+        with open(path, "rb") as raw:
+            gz = gzip.GzipFile(fileobj=raw) if raw.read(2) == b"\x1f\x8b" else None
+            raw.seek(0)
+            with tarfile.open(fileobj=gz or raw, mode="r|") as tf:
+                for member in tf:
+                    rel = _tar_member_rel(display, member)
+                    if rel is None:
+                        continue
+                    budget.charge_entry(display, member.name)
+                    if member.isfile():
+                        files += 1
+                        budget.charge_bytes(display, member.name, member.size)
+            if gz is not None:
+                while gz.read(_CHUNK):   # to the end, where the CRC is checked
+                    pass
+    except ArchiveError:
+        raise
+    except (tarfile.TarError, zlib.error, EOFError, OSError, ValueError) as e:
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            raise
+        raise ArchiveError(f"{display} is damaged or not a readable archive: {type(e).__name__}: {e}") from None
+    return files
 
 
 def extract(path: Path, dest: Path, budget: Budget | None = None, display: str | None = None) -> Path:

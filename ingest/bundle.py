@@ -39,29 +39,76 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
      "steps": [{"step": 0, "phase": "compile" | "warmup" | "steady",
                 "duration_ms": 12.3, "peak_mem_bytes": 123 | null}],
      "recompiles": 2, "graphs": 3, "graph_breaks": 1,
-     "calls": 120, "sample_every": 1, "steady_median_ms": 12.1, "steady_iqr_ms": 0.4, "steady_samples": 110}
+     "calls": 120, "sample_every": 1, "steady_median_ms": 12.1, "steady_iqr_ms": 0.4, "steady_samples": 110,
+     "replayed_calls": 117 | null}    # calls during which a CUDA graph was replayed; null: not watched
   ],
   # At most one callable has mode "iteration": the iteration period, the training-step time the job
   # felt. Its steps are the intervals between consecutive iteration marks ("step" n is the interval
   # ending at mark n; phase "compile" when dynamo compiled inside it, then "warmup" for
   # COMPILEWATCH_WARMUP intervals, then "steady"), and it carries two more keys:
-  #   "source": "optimizer_step"   marks are optimizer.step() calls (a global post-hook; the first
+  #   "source": "trainer_step"     marks are a trainer's optimizer steps, from its callback
+  #                                (compilewatch.integrations), name e.g. "Trainer steps"
+  #           | "optimizer_step"   marks are optimizer.step() calls (a global post-hook; the first
   #                                optimizer that steps is followed), name e.g. "AdamW.step"
   #           | "compiled_call"    no optimizer stepped: marks are the call starts of the compiled
   #                                callable called most often, name e.g. "Model.forward calls"
   #   "clock":  "cuda_event" (device time between marks) | "host" (perf_counter)
-  "dynamo_counters": {"stats": {...}, "graph_break": {...}, ...},
+  "dynamo_counters": {"stats": {...}, "graph_break": {...}, ...},   # the CUDA-graph ones are read:
+                                      # inductor.cudagraph_skips, inductor.cudagraph_partitions
+  "cudagraphs": {"recordings": 3, "replays": 594} | null,   # the CUDA-graph tree manager's calls
+                                      # (mode="reduce-overhead"); null where no compile used it
   "compile_phases_s": {"entire_frame_compile": 1.2, "backend_compile": 0.9, ...},
   "compile_time_s": 3.1,              # wall time of the compiled callables' compiling calls (first + recompiles)
+  "time_to_first_step_s": 41.2 | null, # from the process's start to the end of its first completed step:
+                                      # the first optimizer.step() (the device synchronised), else the first
+                                      # call of the compiled callable called most often; null when neither came
+  "first_step_source": "optimizer_step" | "compiled_call" | null,
+  "process_start_source": "proc_stat" | "psutil" | null,   # the process's start: the kernel's start time
+                                      # (/proc/self/stat, to 10 ms) else psutil's create_time
   "peak_mem_bytes": 123 | null,       # CUDA max_memory_allocated; null on the CPU
   "peak_rss_bytes": 123 | null,       # the process's peak resident memory
   "device": "cuda:0" | "cpu",
   "rank": 0, "world_size": 2, "local_rank": 0,   # present when the launcher set RANK/WORLD_SIZE/LOCAL_RANK
   "env": {"torch_version", "cuda_version", "triton_version", "gpu_name", "cpu_model"},
+  # The settings this process ran under that change speed without changing a graph, read when it
+  # ended (collectors/job_settings.py): {name: {"value": text, "source": SOURCE}}, SOURCE one of
+  #   "torch"             torch's runtime switches, always listed: torch.get_num_threads(),
+  #                       torch.get_float32_matmul_precision(), torch.backends.cudnn.benchmark, ...
+  #   "dynamo_config" | "inductor_config" | "functorch_config"
+  #                       only the entries of torch._dynamo.config / torch._inductor.config /
+  #                       torch._functorch.config that differ from their defaults (a missing name is
+  #                       at its default), named by module, e.g. "torch._inductor.config.max_autotune"
+  #   "env"               only allow-listed environment variables that are set (OMP_NUM_THREADS,
+  #                       NCCL_*, TORCHINDUCTOR_*, ...; a missing name is unset); a location
+  #                       (*_DIR, *_PATH, ...) only as "(set)", CUDA_VISIBLE_DEVICES as
+  #                       "CUDA_VISIBLE_DEVICES (count)"
+  "settings": {"torch.get_num_threads()": {"value": "8", "source": "torch"}, ...},
   # also written, kept raw, read by nothing in ingest yet: "pid", "compilation_metrics": [...]
 }
-Older files lack "compile_time_s", "peak_rss_bytes", rank keys and the iteration callable; readers
-treat each as absent.
+Older files lack "compile_time_s", "time_to_first_step_s" and its sources, "peak_rss_bytes", rank
+keys, the iteration callable, "settings" and "cudagraphs" / "replayed_calls"; readers treat each as
+absent.
+"""
+
+SETTING_SOURCES = ("torch", "dynamo_config", "inductor_config", "functorch_config", "env")
+
+HOST_PROBE_DOC = """
+manifest.json "host_probe", written by `compilewatch collect` unless --no-probe
+(collectors/host_probe.py): one fixed eager workload timed in a process of its own right before
+the command started and right after it ended, on the same device both times:
+{
+  "device": "cpu" | "cuda:0" | null,     # null when neither probe ran
+  "python": "/usr/bin/python3",          # the interpreter that ran it (the job's)
+  "before": PROBE, "after": PROBE
+}
+PROBE: {"device", "device_name", "threads", "torch_version",
+        "workload": "2 x matmul 512x512 float32 + copy of 16 MiB",
+        "median_ms": 21.3, "iqr_ms": 0.4, "min_ms": 20.9, "samples_ms": [...],
+        "run_ms", "import_ms",            # inside the probe's process: the workload, torch's import
+        "process_s": 1.9,                 # the probe's whole process, as the collector waited for it
+        "load_avg": 0.8, "at": "2026-11-28T06:00:00Z"}
+   or {"error": "why it gave no time", "at", "load_avg", ...}
+Older manifests have no "host_probe"; readers treat it as absent.
 """
 
 
@@ -89,7 +136,8 @@ class Manifest:
     files: dict = field(default_factory=dict)  # role -> relative path (or list of paths for trace)
     # Unknown keys, kept verbatim. `compilewatch collect` also writes: device ("cuda:0" | "cpu", from
     # the hooks), cpu_model, world_size (from the hooks' WORLD_SIZE, else 1 + rank files), cpu_count,
-    # platform, git_dirty, hooks, timeout_s, torch_logs_setting.
+    # platform, git_dirty, hooks, timeout_s, torch_logs_setting, host_probe (HOST_PROBE_DOC), and
+    # signals_passed_on (names of the signals passed on to the command, in order) when any reached it.
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:

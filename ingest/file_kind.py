@@ -26,7 +26,7 @@ _OLD_PREFIX = re.compile(rb"^(?:\[rank\d+\]:)?\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d
 _DYNAMO_MARKERS = (
     b"torch._dynamo", b"torch/_dynamo", b"Graph break", b"Recompiling function", b"__recompiles",
     b"__graph_breaks", b"torch._inductor", b"torch/_inductor", b"cache_size_limit", b"recompile_limit",
-    b"Graph Break Reason", b"TORCH_LOGS",
+    b"Graph Break Reason", b"TORCH_LOGS", b"torch/_functorch", b"torch._functorch",
 )
 
 

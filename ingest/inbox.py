@@ -1,16 +1,24 @@
 """The inbox worker: ingest what collectors dropped into <store>/inbox/. The folder protocol
-(writers, claims, done/ and failed/, recovering a dead worker's claims) is the store's:
+(writers, claims, done/ and failed/, receipts, recovering a dead worker's claims) is the store's:
 compilewatch.store.inbox; this is the loop that claims entries and ingests them.
+
+A worker told to stop (KeyboardInterrupt, which `compilewatch inbox --watch` raises for SIGINT and
+SIGTERM alike) stops where it is: the ingest in progress is rolled back by the exception leaving its
+transaction, and the entry it held goes back into the inbox for the next worker.
 """
 from __future__ import annotations
 
+import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from compilewatch.ingest import bundle as bundle_mod
 from compilewatch.ingest.loader import ingest_paths
 from compilewatch.ingest.results import FileResult, IngestReport
 from compilewatch.store import inbox as claims
+
+_RECEIPT_FIELDS = ("name", "kind", "status", "run_id", "records", "errors", "message", "size_bytes")
 
 
 def pending(inbox: Path) -> list[Path]:
@@ -19,34 +27,51 @@ def pending(inbox: Path) -> list[Path]:
     return claims.pending(inbox, bundle_mod.is_bundle_dir)
 
 
-def process_once(store) -> list[tuple[str, IngestReport]]:
-    """One pass: put dead workers' claims back, then claim and ingest each waiting entry.
-    Returns (entry name, its IngestReport) per entry this worker took."""
+def receipt(report: IngestReport) -> dict:
+    """What an entry's receipt holds: every file's outcome, as the CLI's ingest table shows it."""
+    return {"ok": report.ok,
+            "files": [{k: v for k, v in asdict(f).items() if k in _RECEIPT_FIELDS} for f in report.files]}
+
+
+def process_once(store, stop: threading.Event | None = None) -> list[tuple[str, IngestReport]]:
+    """One pass: put dead workers' claims back, then claim and ingest each waiting entry, until
+    `stop` is set. Returns (entry name, its IngestReport) per entry this worker took."""
     inbox = store.inbox_dir
     claims.recover(inbox)
     results = []
-    for entry in pending(inbox):
-        claimed = claims.claim(inbox, entry)
-        if claimed is None:
-            continue  # another worker took it
-        try:
-            report = ingest_paths(store, [claimed], source="inbox")
-            reasons = [f"{f.name}: {f.message}" for f in report.files if f.status == "failed"]
-        except Exception as e:  # the watcher must outlive any one entry; the entry says why it failed
-            report = IngestReport([FileResult(entry.name, "unknown", "failed", message=f"{type(e).__name__}: {e}")])
-            reasons = [f"{entry.name}: {type(e).__name__}: {e}"]
-        claims.settle(inbox, claimed, None if report.ok else reasons)
-        results.append((entry.name, report))
-    claims.release(inbox)
+    try:
+        for entry in pending(inbox):
+            if stop is not None and stop.is_set():
+                break
+            claimed = claims.claim(inbox, entry)
+            if claimed is None:
+                continue  # another worker took it
+            try:
+                report = ingest_paths(store, [claimed], source="inbox")
+                reasons = [f"{f.name}: {f.message}" for f in report.files if f.status == "failed"]
+            except KeyboardInterrupt:
+                claims.unclaim(inbox, claimed)   # told to stop: the entry waits for the next worker
+                raise
+            except Exception as e:  # the watcher must outlive any one entry; the entry says why it failed
+                report = IngestReport([FileResult(entry.name, "unknown", "failed", message=f"{type(e).__name__}: {e}")])
+                reasons = [f"{entry.name}: {type(e).__name__}: {e}"]
+            # the receipt before the entry leaves the claim folder: whoever asks sees one or the other
+            claims.write_receipt(inbox, entry.name, receipt(report))
+            claims.settle(inbox, claimed, None if report.ok else reasons)
+            results.append((entry.name, report))
+    finally:
+        claims.release(inbox)
     return results
 
 
-def watch(store, interval: float = 5.0, on_result=None, stop_after: float | None = None) -> None:
+def watch(store, interval: float = 5.0, on_result=None, stop_after: float | None = None,
+          stop: threading.Event | None = None) -> None:
     """process_once every `interval` seconds, calling on_result(name, report) per entry, until
-    `stop_after` seconds have passed (None: for ever)."""
+    `stop_after` seconds have passed (None: for ever) or `stop` is set."""
+    stop = stop or threading.Event()
     deadline = None if stop_after is None else time.monotonic() + stop_after
-    while deadline is None or time.monotonic() < deadline:
-        for name, report in process_once(store):
+    while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+        for name, report in process_once(store, stop):
             if on_result:
                 on_result(name, report)
-        time.sleep(interval)
+        stop.wait(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))

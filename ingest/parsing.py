@@ -25,12 +25,13 @@ class UnknownTableError(Exception):
 
 # The one table from a file's kind to its reader, ``parse(stream, sink)``: module and function,
 # imported on first use (a summarize of text logs never loads the trace reader). A kind that is
-# not here (a manifest) has nothing to parse.
+# not here has nothing to parse; a manifest's reader takes its host probe alone.
 READERS: dict[str, tuple[str, str]] = {
     detect.TORCH_TRACE: ("compilewatch.ingest.trace", "parse_trace"),
     detect.TORCH_LOGS: ("compilewatch.ingest.text", "parse_text"),
     detect.BENCH_CSV: ("compilewatch.ingest.bench_csv", "parse_bench_csv"),
     detect.TIMINGS: ("compilewatch.ingest.timings", "parse_timings"),
+    detect.MANIFEST: ("compilewatch.ingest.manifest", "parse_manifest"),
 }
 
 
@@ -266,6 +267,8 @@ def refusal(unit: Unit, kind: str, sniffed: detect.Sniffed | None, parsed: Parse
     says; any other file is a log when something in it was recognised."""
     if unit.role is not None:
         return None
+    if kind == detect.MANIFEST:   # its host probe belongs to the bundle's run, which the bundle names
+        return f"{NOT_A_LOG} (a bundle's manifest.json: ingest the bundle's folder or archive)"
     if kind == detect.UNKNOWN:
         return f"not a log: {sniffed.reason}" if sniffed and sniffed.reason else NOT_A_LOG
     if not parsed.recognised:

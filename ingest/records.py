@@ -23,13 +23,17 @@ EVENT_TABLES = (
     "guard_failures",
     "limit_hits",
     "compile_phases",
+    "later_compile_metrics",
     "cache_events",
+    "cache_key_components",
     "cudagraph_events",
     "step_timings",
     "timing_summaries",
     "bench_results",
     "artifacts",
     "piecewise_compiles",
+    "run_settings",
+    "host_probes",
 )
 
 def moved_line(line_no: int, offset: int) -> int:
@@ -74,6 +78,10 @@ class Parser:
     ``"artifact"`` envelopes, the artifact names in ``artifacts``; none: every artifact);
     TORCH_LOGS text parsers by ``starts(message)``, on the first line of each record.
 
+    ``component``: the TORCH_LOGS component whose records a text parser reads (None: records torch
+    logs without one being asked for, as warnings); the collector's default TORCH_LOGS is every
+    component a parser names (collectors/torch_logs.py), so a new parser extends it.
+
     ``prepare(record)``, when given, is the part of ``parse`` that needs nothing but the record: it
     returns what ``parse`` then reads from ``record.prepared`` instead (None: leave it all to
     ``parse``), and may run in the process that read the record (ingest/trace_ranges.py)."""
@@ -85,6 +93,7 @@ class Parser:
     starts: Callable[[str], bool] | None = None
     finish: Callable[[Any], None] | None = None
     prepare: Callable[[Any], Any] | None = None
+    component: str | None = None
 
 
 class CollectingSink:

@@ -22,8 +22,8 @@ def reingest(store, all_files: bool = False) -> int:
             kinds_by_run[run_id].add(kind)
         files = con.execute(
             "SELECT file_id, run_id, kind, original_name, stored_path, sha256, size_bytes FROM files "
-            "WHERE kind NOT IN (?, ?) AND (? OR parser_version < ?) ORDER BY file_id",
-            [detect.MANIFEST, detect.UNKNOWN, all_files, PARSER_VERSION]).fetchall()
+            "WHERE kind <> ? AND (? OR parser_version < ?) ORDER BY file_id",
+            [detect.UNKNOWN, all_files, PARSER_VERSION]).fetchall()
     # one writer connection from file to file, as a folder ingest keeps it (loader.HOLD_PARSE_BYTES):
     # opening DuckDB and the checkpoint as it closes cost more than a small file's parse
     with store.writes_held():

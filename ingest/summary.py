@@ -21,6 +21,63 @@ from compilewatch.ingest.units import TEXT_BESIDE_TRACE, expand
 MAX_ERROR_SAMPLES = 50
 
 
+class CudagraphCounts:
+    """CUDA-graph coverage as the rows show it (the figures store/run_metrics.py derives from the
+    stored rows): graphs recorded (the trace's CUDAGraphNode.record spans, else the hooks' count),
+    partitions, skips by reason and place, re-recordings, compiled calls replayed."""
+
+    TABLES = ("compile_phases", "cudagraph_events", "timing_summaries")
+
+    def __init__(self) -> None:
+        self.traced = 0
+        self.hooked = 0
+        self.partitions = 0
+        self.counted_skips = 0
+        self.skips: Counter = Counter()   # (reason, "file:line") -> skip records
+        self.rerecords = 0
+        self.compiled_calls = 0
+        self.replayed_calls: int | None = None
+
+    def row(self, table: str, row: dict) -> None:
+        if table == "compile_phases":
+            self.traced += row.get("name") == "CUDAGraphNode.record"
+        elif table == "cudagraph_events":
+            if row.get("event") == "skip":
+                where = f"{row['user_file']}:{row['user_line']}" if row.get("user_file") else ""
+                self.skips[(row.get("reason") or "", where)] += 1
+            elif row.get("event") == "re_record":
+                self.rerecords += 1
+        else:
+            self.hooked += row.get("cudagraph_recordings") or 0
+            self.partitions += row.get("cudagraph_partitions") or 0
+            self.counted_skips += row.get("cudagraph_skips") or 0
+            if row.get("replayed_calls") is not None:
+                self.replayed_calls = (self.replayed_calls or 0) + row["replayed_calls"]
+                self.compiled_calls += row.get("compiled_calls") or 0
+
+    def merge(self, other: CudagraphCounts) -> None:
+        self.traced += other.traced
+        self.hooked += other.hooked
+        self.partitions += other.partitions
+        self.counted_skips += other.counted_skips
+        self.skips.update(other.skips)
+        self.rerecords += other.rerecords
+        self.compiled_calls += other.compiled_calls
+        if other.replayed_calls is not None:
+            self.replayed_calls = (self.replayed_calls or 0) + other.replayed_calls
+
+    def as_dict(self) -> dict | None:
+        """None when nothing recorded, skipped or split a CUDA graph."""
+        graphs = max(self.traced, self.hooked)
+        if not (graphs or self.partitions or self.counted_skips or self.skips or self.rerecords):
+            return None
+        return {"graphs": graphs, "partitions": self.partitions, "skips": sum(self.skips.values()),
+                "skips_counted_by_torch": self.counted_skips, "rerecords": self.rerecords,
+                "replay_share": (round(self.replayed_calls / self.compiled_calls, 4)
+                                 if self.replayed_calls is not None and self.compiled_calls else None),
+                "skip_reasons": [{"reason": r, "where": w, "count": n} for (r, w), n in self.skips.most_common()]}
+
+
 class SummarySink:
     """What one file gives beyond its row counts: distinct breaks, the functions recompiled, guard
     categories, compile ids, failed compiles, errors by kind. Counts as it goes, so memory stays
@@ -37,6 +94,7 @@ class SummarySink:
         self.error_kinds: Counter = Counter()
         self.errors_seen = 0   # every error, sampled or not: where a mark stands (see mark)
         self.metadata: dict = {}
+        self.cudagraphs = CudagraphCounts()
 
     def row(self, table: str, row: dict) -> None:
         cid = row.get("compile_id")
@@ -50,6 +108,8 @@ class SummarySink:
             self.guard_failures[row.get("category") or "other"] += 1
         elif table == "compiles" and row.get("fail_type"):
             self.failures += 1
+        elif table in CudagraphCounts.TABLES:
+            self.cudagraphs.row(table, row)
 
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
         self.errors_seen += 1
@@ -106,6 +166,7 @@ class SummarySink:
         self.compile_ids |= other.compile_ids
         self.failures += other.failures
         self.error_kinds.update(other.error_kinds)
+        self.cudagraphs.merge(other.cudagraphs)
         for k, v in other.metadata.items():
             self.metadata.setdefault(k, v)
 
@@ -183,7 +244,7 @@ class _Summary:
             "records": dict(self.records),
             "file_details": self.details,
             "bad_input": self.bad_input,
-        }
+        } | ({"cudagraphs": cudagraphs} if (cudagraphs := t.cudagraphs.as_dict()) else {})
 
 
 def summarize(paths, workers: int | None = None) -> dict:

@@ -89,7 +89,8 @@ class _Spool:
 def _prepare(env, data: bytes, fns: list, preparers: dict, raw_refs: bool) -> None:
     """What the parsers of `env` do with its payload alone, done here: an artifact row's compression
     (artifacts.STORERS) unless the row points into the raw copy (`raw_refs`), one parser's prepare()
-    when it is the only reader; the payload's bytes then travel only when a reader still needs them."""
+    when it is the only reader, or the storer's own when none reads it (a graph's fingerprint); the
+    payload's bytes then travel only when a reader still needs them."""
     readers = [fn for fn in fns if fn not in STORERS]
     env.payload_size = len(data)
     if len(readers) < len(fns) and not raw_refs:
@@ -103,6 +104,8 @@ def _prepare(env, data: bytes, fns: list, preparers: dict, raw_refs: bool) -> No
         env.prepared = prepare(env)
         if env.prepared is None:
             return
+    elif len(fns) == 1 and fns[0] in preparers:
+        env.prepared = preparers[fns[0]](env)   # what the storer keeps beside the payload (its fingerprint)
     env.payload_bytes = None
 
 

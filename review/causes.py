@@ -27,6 +27,7 @@ from compilewatch.review import series as S
 from compilewatch.review.metrics import fmt
 from compilewatch.review.metrics import metric as metric_of
 from compilewatch.review.regressions import IMPROVEMENT, WORSE, Cause, CausePart, Verdict
+from compilewatch.store.compile_time import per_compile
 
 # which parts say most about each kind of verdict, first first
 ORDER = {
@@ -123,9 +124,10 @@ def rank_counts(con, run_ids: list[str]) -> pd.DataFrame:
         f"SELECT run_id, rank, '{name}' AS what, count(*)::DOUBLE AS n FROM {table} "
         f"WHERE run_id IN (SELECT unnest(?::VARCHAR[])) AND {cond} GROUP BY ALL"
         for name, table, cond in RANK_COUNTS)
-    parts += (" UNION ALL SELECT run_id, rank, 'compile_s', sum(coalesce(entire_frame_compile_time_s, 0)) FROM compiles "
-              "WHERE run_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL")
-    long = S.df(con, parts, [list(run_ids)] * (len(RANK_COUNTS) + 1))
+    # a rank's compile seconds as run_metrics.compile_time counts them (forward + backward + runtime autotuning)
+    parts += (" UNION ALL SELECT run_id, rank, 'compile_s', sum(coalesce(total_s, 0)) FROM "
+              f"({per_compile('run_id IN (SELECT unnest(?::VARCHAR[]))')}) GROUP BY ALL")
+    long = S.df(con, parts, [list(run_ids)] * (len(RANK_COUNTS) + 2))
     if long.empty:
         return pd.DataFrame(columns=["run_id", "rank"])
     return long.pivot_table(index=["run_id", "rank"], columns="what", values="n", aggfunc="sum",

@@ -61,3 +61,35 @@ def run_review(store, baseline: list[str] | None, candidate: list[str] | None, s
             raise SpecError(f"the baseline ({r.baseline}) matches no run in the store",
                             "list what the store holds with `compilewatch report` or the dashboard's filters")
     return r
+
+
+def verdict_lines(result: Review, coverage: list[dict] = ()) -> list[str]:
+    """The verdict as `compilewatch check` prints it, one line each: the sides, the CUDA-graph
+    coverage per model (``cudagraph_coverage.by_model``), the verdicts with their evidence, what was
+    not compared, and the closing line. Log text in them is raw: the terminal that prints them
+    makes it safe."""
+    from compilewatch.review import wording
+
+    lines = [f"candidate: {result.candidate} ({len(result.candidate_runs)} runs) · "
+             f"baseline: {result.baseline} ({len(result.baseline_runs)} runs)"]
+    # before the verdicts: where the baseline window is empty, these say which runs a model's
+    # verdicts were judged against instead (the report's "Judged against their previous version")
+    lines += [f"  own history: {n.text}" for n in result.notes if n.kind == "own_history"]
+    lines += [f"  CUDA graphs {c['model']} on {c['hardware']}: "
+              + (c["change"] or f"{c['candidate']}" + (" (as the baseline)" if c["baseline"] else "")) for c in coverage]
+    for title, items in (("REGRESSION", result.regressions), ("suspicious", result.suspicious),
+                         ("better", result.improvements)):
+        for v in items:
+            lines.append(f"  {title:<10} {wording.title(v)} ({wording.change(v)}) — {v.summary}")
+            if wording.cause(v):
+                lines.append(f"             cause: {wording.cause(v)}")
+            if wording.cost(v):
+                lines.append(f"             costs: {wording.cost(v)}")
+            lines += [f"             {e.kind}: {e.text}" for e in v.evidence]
+    lines += [f"  not compared: {n.text}" for n in result.notes if n.kind != "own_history"]
+    return lines
+
+
+def closing_line(result: Review, failed: bool) -> str:
+    return (f"compilewatch check {'FAILED' if failed else 'passed'}: {len(result.regressions)} regression(s), "
+            f"{len(result.suspicious)} suspicious, {len(result.improvements)} improvement(s)")

@@ -26,14 +26,24 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("speedup", "Speedup (compiled over eager)", "x", "higher", "timing"),
     Metric("step_time", "Step time (compiled callable, steady)", "ms", "lower", "timing"),
     Metric("iteration_time", "Iteration time (training step, end to end)", "ms", "lower", "timing"),
-    Metric("compile_time", "Compile time (incl. recompiles)", "s", "lower", "timing"),
+    Metric("compile_time", "Compile time (fwd + bwd + autotune, incl. recompiles)", "s", "lower", "timing"),
+    Metric("time_to_first_step", "Time to first step (process start to first completed step)", "s", "lower",
+           "timing"),
     Metric("peak_memory", "Peak memory", "bytes", "lower", "timing"),
     Metric("graph_breaks", "Graph breaks", "count", "lower", "count"),
     Metric("recompiles", "Recompiles", "count", "lower", "count"),
     Metric("limit_hits", "Recompile-limit hits", "count", "lower", "count"),
     Metric("failures", "Failed compiles", "count", "lower", "count"),
     Metric("cache_hit_rate", "Compile-cache hit rate", "ratio", "higher", "info"),
+    # the machine's speed, not the code's: evidence for the timings' verdicts (review/evidence.py)
+    Metric("host_probe", "Host probe (fixed workload, before and after the job)", "ms", "lower", "info"),
     Metric("cudagraph_skips", "CUDA-graph skips", "count", "lower", "count"),
+    # CUDA-graph coverage (review/cudagraph_coverage.py words it as one change). A graph split
+    # around a CPU op is exact per run, so gated; the rest move with input sizes and step counts.
+    Metric("cudagraph_partitions", "CUDA-graph partitions", "count", "lower", "count"),
+    Metric("cudagraph_graphs", "CUDA graphs recorded", "count", "higher", "info"),
+    Metric("cudagraph_rerecords", "CUDA-graph re-recordings", "count", "lower", "info"),
+    Metric("cudagraph_replay_share", "Compiled calls replayed from a CUDA graph", "ratio", "higher", "info"),
 )}
 
 def metric(name: str) -> Metric:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv and installs compilewatch into it. `--dev` adds the collector (CPU torch 2.13.0,
-# which pip takes from the machine's local wheel store), the test tools, and Debian's chromium
-# for the browser test. Safe to run again: it only installs what is missing.
+# which pip takes from the machine's local wheel store), the trainers the callbacks are tested with
+# (pytorch-lightning, transformers, accelerate), the test tools, and Debian's chromium for the
+# browser test. Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -10,7 +11,8 @@ if [ ! -x .venv/bin/python ]; then
     .venv/bin/python -m pip install -q --upgrade pip
 fi
 if [ "${1:-}" = "--dev" ]; then
-    .venv/bin/python -m pip install -q -e ".[collect,dev]"
+    # the trainer callbacks' tests run real Lightning and Hugging Face Trainer jobs (pure Python wheels)
+    .venv/bin/python -m pip install -q -e ".[collect,dev,lightning,transformers]"
     # PostgreSQL from Debian: the catalog of the DuckLake team store in its tests (started in a temp folder)
     if ! ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1; then
         if [ "$(id -u)" = 0 ]; then

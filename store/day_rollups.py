@@ -47,7 +47,8 @@ _DAY = {
     "rollup_day_compile_time": f"""
         SELECT {_CELL_COLS}, c.co_name, c.co_file, c.co_firstlineno, any_value(c.co_filename), count(*),
                sum(c.compiles), sum(c.recompiles), sum(c.total_s), sum(c.recompile_s), sum(c.tracing_s),
-               sum(c.aot_s), sum(c.inductor_s), sum(c.autotune_s), sum(c.cache_misses), sum(c.cache_miss_s)
+               sum(c.aot_s), sum(c.inductor_s), sum(c.autotune_s), sum(c.cache_misses), sum(c.cache_miss_s),
+               sum(c.forward_s), sum(c.backward_s), sum(c.runtime_autotune_s)
         FROM rollup_compile_time c JOIN rollup_day_runs m USING (run_id) WHERE {{flt}}
         GROUP BY {_CELL_COLS}, c.co_name, c.co_file, c.co_firstlineno""",
     # the run's time from its runs row: the page shows when a break was first and last seen

@@ -25,16 +25,29 @@ from compilewatch.store.run_metrics import refresh_run_metrics
 # in that migration's transaction: a store migrated from further back gets each once, in order (an
 # earlier backfill would read tables not created yet).
 BACKFILLS = {
-    "007_cudagraphs.sql": (refresh_hardware, refresh_run_metrics),
+    "007_cudagraphs.sql": (refresh_hardware,),
     "009_rollups_review.sql": (partial(refresh_rollups, tables=("rollup_graph_breaks", "rollup_recompiles",
-                                                                "rollup_guard_failures", "rollup_limit_hits",
-                                                                "rollup_compile_time")),),
+                                                                "rollup_guard_failures", "rollup_limit_hits")),),
     "010_day_rollups.sql": (partial(refresh_day_rollups, tables=("rollup_day_runs", "rollup_day_guard_failures",
-                                                                 "rollup_day_recompiles", "rollup_day_compile_time")),),
+                                                                 "rollup_day_recompiles")),),
     "011_day_graph_breaks.sql": (partial(refresh_day_rollups, tables=("rollup_day_graph_breaks",)),),
     "012_run_totals.sql": (partial(refresh_rollups, tables=("rollup_run_totals",)),),
     "013_step_rollup.sql": (partial(refresh_rollups, tables=("rollup_steps",)),),
-    "014_month_rollups.sql": (refresh_month_rollups,),
+    "014_month_rollups.sql": (partial(refresh_month_rollups, tables=("rollup_month_guard_failures",
+                                                                     "rollup_month_recompiles",
+                                                                     "rollup_month_graph_breaks")),),
+    # compile time reads later_compile_metrics and the columns 018 adds (its backfills moved here
+    # from 009, 010 and 014); stored runs count their backward and runtime autotuning once
+    # `compilewatch reingest` has parsed them (parser version 8)
+    "018_compile_total.sql": (partial(refresh_rollups, tables=("rollup_compile_time", "rollup_run_totals")),
+                              partial(refresh_day_rollups, tables=("rollup_day_compile_time",)),
+                              partial(refresh_month_rollups, tables=("rollup_month_compile_time",))),
+    # fingerprints come from the parser: until `compilewatch reingest` a stored run's frames are listed
+    # with no parts (rollups.py), which the review reads as "not known", never as "changed"
+    "020_frame_fingerprints.sql": (partial(refresh_rollups, tables=("rollup_frame_fingerprints",)),),
+    # run_metrics reads later_compile_metrics (018), host_probes (019) and timing_summaries' CUDA-graph
+    # columns (023): its backfill runs once all are there
+    "023_cudagraph_coverage.sql": (refresh_run_metrics,),
 }
 
 

@@ -10,10 +10,18 @@ it moves to inbox/done/ or inbox/failed/ (with <name>.error.txt saying why). Not
 A claim is inbox/.work/<host>-<pid>/<name>: the entry keeps its own name (so stored file names
 never carry the claim), and a worker that was killed mid-entry is recognised by its dead pid. Any
 worker on the same host puts such an entry back into the inbox; ingest is idempotent (same sha256
-is a duplicate), so the retry stores exactly what the killed worker had not.
+is a duplicate), so the retry stores exactly what the killed worker had not. A worker told to stop
+while it holds an entry puts it back itself (`unclaim`).
+
+Every entry a worker settles leaves a receipt, inbox/receipts/<name>.json, written before the entry
+leaves the claim folder: what was stored, as which runs, and what failed and why. The team server's
+push endpoint queues what it receives with `enqueue` under a name made from the content's sha256,
+and reads its state back with `entry_state`, so one content is queued once however often it is
+pushed.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -23,6 +31,8 @@ from pathlib import Path
 from compilewatch.store import scratch
 
 _SKIP_SUFFIXES = (".tmp", ".part", ".error.txt")
+_KEPT = ("done", "failed", "receipts")
+QUEUED, INGESTING, SETTLED = "queued", "ingesting", "settled"
 _OLD_CLAIM = re.compile(r"^(?P<pid>\d+)-(?P<name>.+)$")
 
 
@@ -33,7 +43,7 @@ def pending(inbox: Path, folder_complete: Callable[[Path], bool]) -> list[Path]:
         return []
     out = []
     for p in sorted(inbox.iterdir(), key=lambda p: p.stat().st_mtime):
-        if p.name.startswith(".") or p.name in ("done", "failed") or p.name.endswith(_SKIP_SUFFIXES):
+        if p.name.startswith(".") or p.name in _KEPT or p.name.endswith(_SKIP_SUFFIXES):
             continue
         if p.is_dir() and not folder_complete(p):
             continue  # a folder still being filled
@@ -62,6 +72,73 @@ def settle(inbox: Path, claimed: Path, failure: list[str] | None = None) -> Path
     moved = _move(claimed, inbox / "failed")
     moved.with_name(moved.name + ".error.txt").write_text("\n".join(failure) + "\n")
     return moved
+
+
+def unclaim(inbox: Path, claimed: Path) -> Path:
+    """Put a claimed entry back into the inbox, untouched (a worker told to stop mid-entry)."""
+    return _move(claimed, inbox)
+
+
+def write_receipt(inbox: Path, name: str, receipt: dict) -> Path:
+    """Record what the ingest of entry `name` did (atomically: a reader sees all of it or none)."""
+    folder = inbox / "receipts"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    tmp = folder / f".{name}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(receipt, default=str))
+    tmp.replace(path)
+    return path
+
+
+def read_receipt(inbox: Path, name: str) -> dict | None:
+    try:
+        return json.loads((inbox / "receipts" / f"{name}.json").read_text())
+    except FileNotFoundError:
+        return None
+
+
+def clear_receipt(inbox: Path, name: str) -> None:
+    """Forget entry `name`'s receipt, so that the same name may be queued again."""
+    (inbox / "receipts" / f"{name}.json").unlink(missing_ok=True)
+
+
+def entry_state(inbox: Path, name: str) -> str | None:
+    """Where entry `name` stands: QUEUED (waiting in the inbox), INGESTING (a worker holds it),
+    SETTLED (its receipt is written), or None (never queued, or its traces were cleared away)."""
+    # Looked at in the order an entry moves, so one that moves on between two looks is seen in the
+    # next; twice, for one put back (unclaim, recover) in between.
+    for _ in range(2):
+        if (inbox / name).exists():
+            return QUEUED
+        work = inbox / ".work"
+        if work.is_dir() and any((owner / name).exists() for owner in work.iterdir()):
+            return INGESTING
+        if (inbox / "receipts" / f"{name}.json").exists():
+            return SETTLED
+    return None
+
+
+def enqueue(inbox: Path, staged: Path, name: str) -> bool:
+    """Move the complete file `staged` (on the inbox's filesystem) into the inbox as `name`, unless
+    an entry of that name is queued, being ingested or settled already: then `staged` is removed.
+    Returns whether it was queued. The link is atomic and never replaces an entry, so of two
+    processes queueing the same name at once one wins."""
+    try:
+        if entry_state(inbox, name) is not None:
+            return False
+        inbox.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(staged, inbox / name)
+        except FileExistsError:
+            return False
+        except OSError:
+            # a shared filesystem without hard links: renamed into place after the look above, so
+            # two pushes of the same bytes at the same instant may both be queued; the second's
+            # files are then duplicates, stored once all the same
+            staged.rename(inbox / name)
+        return True
+    finally:
+        staged.unlink(missing_ok=True)
 
 
 def release(inbox: Path) -> None:

@@ -17,7 +17,8 @@ _MONTH = {
     "rollup_month_compile_time": (
         "rollup_day_compile_time", "co_name, co_file, co_firstlineno",
         "any_value(co_filename), sum(runs), sum(compiles), sum(recompiles), sum(total_s), sum(recompile_s), "
-        "sum(tracing_s), sum(aot_s), sum(inductor_s), sum(autotune_s), sum(cache_misses), sum(cache_miss_s)"),
+        "sum(tracing_s), sum(aot_s), sum(inductor_s), sum(autotune_s), sum(cache_misses), sum(cache_miss_s), "
+        "sum(forward_s), sum(backward_s), sum(runtime_autotune_s)"),
     # the latest reason and stack of the month: those of its latest day row, as a page takes the
     # latest across day rows
     "rollup_month_graph_breaks": (

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from compilewatch.store.compile_time import PER_COMPILE
 from compilewatch.store.run_filter import runs_match, runs_param
 
 # The hotspot grouping of a graph break; parsers fill break_key, the fallback keeps rows from an
@@ -20,9 +21,10 @@ from compilewatch.store.run_filter import runs_match, runs_param
 BREAK_KEY = ("coalesce(gb.break_key, concat_ws(' | ', gb.gb_type, gb.reason_norm, "
              "gb.user_file || ':' || gb.user_line))")
 
-# Each compile phase of one compile (``c``), in seconds (app/queries/compile_time.py says what
+# Each phase of one compile's forward (``c``), in seconds (app/queries/compile_time.py says what
 # each is). A compile missing a field counts that phase as 0, so the phases never add up to more
-# than the frame's total.
+# than the forward's total. The backward and the runtime autotuning are phases of their own
+# (store/compile_time.py: backward_s, runtime_autotune_s).
 PHASE_EXPRS = (
     ("tracing_s", "greatest(coalesce(c.entire_frame_compile_time_s, 0) - coalesce(c.backend_compile_time_s, 0), 0)"),
     ("aot_s", "greatest(coalesce(c.backend_compile_time_s, 0) - coalesce(c.inductor_compile_time_s, 0), 0)"),
@@ -31,6 +33,13 @@ PHASE_EXPRS = (
 )
 # a frame's file: its base name (paths differ across hosts and virtualenvs, base names do not)
 CO_FILE = "regexp_extract(c.co_filename, '[^/\\\\]*$')"
+
+# A frame's fingerprint parts (rollup_frame_fingerprints' columns, without their _fp) and the artifact
+# kinds each is made of (ingest/formats/artifact_text.py: PARTS); the guards come from the C++ guard
+# tree, or from the guard list a run before it logged (py_guards below).
+FINGERPRINT_PARTS = (("dynamo", ("dynamo_output_graph",)), ("aot_fwd", ("aot_forward_graph", "aot_inference_graph")),
+                     ("aot_bwd", ("aot_backward_graph",)), ("code", ("inductor_output_code",)),
+                     ("guards", ("dynamo_cpp_guards_str",)))
 
 # rollup table -> SELECT of its rows for the runs {flt} picks, in the table's column order
 _ROLLUPS = {
@@ -57,14 +66,16 @@ _ROLLUPS = {
         SELECT run_id, function, limit_name, count(*), any_value(limit_value), any_value(file),
                any_value(line), any_value(reason)
         FROM limit_hits WHERE {flt} GROUP BY ALL""",
+    # total_s counts each compile's forward, backward and runtime autotuning (store/compile_time.py)
     "rollup_compile_time": f"""
-        SELECT c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno, any_value(c.co_filename), count(*),
-               count(*) FILTER (WHERE c.is_recompile),
-               sum(c.entire_frame_compile_time_s),
-               sum(coalesce(c.entire_frame_compile_time_s, 0)) FILTER (WHERE c.is_recompile),
+        SELECT c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno, any_value(c.co_filename),
+               count(*) FILTER (WHERE c.has_forward), count(*) FILTER (WHERE c.is_recompile),
+               sum(c.total_s),
+               sum(coalesce(c.total_s, 0)) FILTER (WHERE c.is_recompile),
                {", ".join(f"sum({e})" for _, e in PHASE_EXPRS)},
-               coalesce(sum(m.n), 0), coalesce(sum(coalesce(c.entire_frame_compile_time_s, 0)) FILTER (WHERE m.n > 0), 0)
-        FROM (SELECT * FROM compiles WHERE {{flt}}) c
+               coalesce(sum(m.n), 0), coalesce(sum(coalesce(c.total_s, 0)) FILTER (WHERE m.n > 0), 0),
+               sum(c.forward_s), sum(c.backward_s), sum(c.runtime_autotune_s)
+        FROM ({PER_COMPILE}) c
         LEFT JOIN (SELECT file_id, compile_id, count(*) AS n FROM cache_events
                    WHERE {{flt}} AND outcome = 'miss' GROUP BY ALL) m USING (file_id, compile_id)
         GROUP BY c.run_id, c.co_name, {CO_FILE}, c.co_firstlineno""",
@@ -73,6 +84,38 @@ _ROLLUPS = {
                sum(duration_ms) FILTER (WHERE phase = 'compile'), count(*) FILTER (WHERE phase = 'steady'),
                median(duration_ms) FILTER (WHERE phase = 'steady')
         FROM step_timings WHERE {flt} GROUP BY run_id, callable, mode""",
+    # Each frame's compiles in compile order (as `compilewatch diff` pairs them: frame id, compile
+    # number, attempt, first line), each part's artifact fingerprints joined per compile (a compile's
+    # forward and backward output code, in the order of their fingerprints: a run that loaded them
+    # from the cache logs them in another order), then the compiles' joined per frame: numbered once
+    # (k) and each part's list sorted by it, which costs a quarter less than five ordered aggregates.
+    "rollup_frame_fingerprints": f"""
+        WITH c AS (
+            SELECT c.run_id, c.rank, c.compile_id, any_value(c.co_name) AS co_name, any_value({CO_FILE}) AS co_file,
+                   any_value(c.co_firstlineno) AS co_firstlineno, min(c.frame_id) AS f, min(c.frame_compile_id) AS fc,
+                   min(c.attempt) AS a, min(c.line_no) AS first
+            FROM compiles c WHERE {{flt}} AND c.compile_id IS NOT NULL GROUP BY c.run_id, c.rank, c.compile_id),
+        p AS (
+            SELECT run_id, rank, compile_id, {", ".join(
+                f"string_agg(fp, ' ' ORDER BY fp) FILTER (WHERE kind IN ({', '.join(repr(k) for k in kinds)})) AS {part}"
+                for part, kinds in FINGERPRINT_PARTS)},
+                   string_agg(fp, ' ' ORDER BY fp) FILTER (WHERE kind = 'dynamo_guards') AS py_guards
+            FROM artifacts WHERE {{flt}} AND fp IS NOT NULL GROUP BY run_id, rank, compile_id),
+        j AS (
+            SELECT c.*, row_number() OVER (PARTITION BY c.run_id, c.rank, c.co_name, c.co_file, c.co_firstlineno
+                                           ORDER BY c.f NULLS LAST, c.fc NULLS LAST, c.a NULLS LAST, c.first) AS k,
+                   {", ".join(f"p.{part}" for part, _ in FINGERPRINT_PARTS[:-1])},
+                   coalesce(p.guards, p.py_guards) AS guards
+            FROM c LEFT JOIN p ON p.run_id = c.run_id AND p.rank IS NOT DISTINCT FROM c.rank
+                               AND p.compile_id = c.compile_id),
+        frames AS (
+            SELECT run_id, rank, co_name, co_file, co_firstlineno, count(*) AS compiles, {", ".join(
+                f"CASE WHEN count({part}) > 0 THEN left(md5(array_to_string(list_transform(list_sort("
+                f"list(struct_pack(k := k, v := coalesce({part}, '-')))), x -> x.v), ',')), 16) END AS {part}"
+                for part, _ in FINGERPRINT_PARTS)}
+            FROM j GROUP BY run_id, rank, co_name, co_file, co_firstlineno)
+        SELECT *, left(md5(concat_ws('|', {", ".join(f"coalesce({part}, '-')" for part, _ in FINGERPRINT_PARTS)})), 16)
+        FROM frames""",
     # from the rollups above, so it comes after them
     "rollup_run_totals": """
         SELECT run_id, sum(gb), sum(rc), sum(lh), sum(gf), sum(cs) FROM (

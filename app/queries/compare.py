@@ -262,3 +262,30 @@ def default_runs(con, f: Filters) -> pd.DataFrame:
     ORDER BY a.run_time DESC NULLS LAST, b.run_time DESC NULLS LAST LIMIT 1
     """
     return df(con, sql, params)
+
+
+MISS_COLUMNS = ["compile_id_a", "compile_id_b", "compiled_frame", "cache", "graph", "outcome", "parts", "why",
+                "changes"]
+
+
+def misses_frame(misses) -> pd.DataFrame:
+    """review.cache_miss.CacheMiss objects, one row each: where, which cache, A's outcome → B's, the
+    key's parts that differed, the sentence, and the differing components before → after."""
+    rows = [{"compile_id_a": m.baseline_compile_id, "compile_id_b": m.candidate_compile_id,
+             "compiled_frame": f"{m.frame[0]} ({m.frame[1]}:{m.frame[2]})", "cache": m.cache, "graph": m.graph,
+             "outcome": f"{m.baseline_outcome or '–'} → {m.candidate_outcome}", "parts": ", ".join(m.parts),
+             "why": m.sentence(),
+             "changes": "; ".join(f"{c.name}: {'(absent)' if c.before is None else c.before} → "
+                                  f"{'(absent)' if c.after is None else c.after}" for c in m.changes[:20])}
+            for m in misses]
+    return pd.DataFrame(rows, columns=MISS_COLUMNS)
+
+
+def cache_misses(con, f: Filters) -> pd.DataFrame:
+    """Run B's compile-cache lookups that missed or were bypassed where run A's hit (or missed under
+    another key), and which parts of the cache key differed (review/cache_miss.py). Reads the two
+    runs' cache events and key components only."""
+    from compilewatch.review.cache_miss import why_missed
+    if mode(f) != "runs":
+        return pd.DataFrame(columns=MISS_COLUMNS)
+    return misses_frame(why_missed(con, f.run_id, f.run_b))

@@ -1,12 +1,17 @@
 """Compile time across runs: which frames cost the most (recompiles included) and in which phase,
 and per compiled callable what its steps cost against its compile (runtime linkage).
 
-Phases come from each compile's compilation_metrics, as torch times them:
+A compile's time is what the job waited for it (store/compile_time.py): its forward compile
+(forward_s, entire_frame_compile_time_s), its backward compile (backward_s) and the runtime
+autotuning of its first calls (runtime_autotune_s); total_s is their sum. The forward's phases come
+from each compile's compilation_metrics, as torch times them:
 - tracing   = entire_frame_compile_time_s - backend_compile_time_s (Dynamo bytecode tracing, guards)
 - AOT       = backend_compile_time_s - inductor_compile_time_s (AOTAutograd: joint graph, partitioning)
 - Inductor  = inductor_compile_time_s - autotuning (lowering, codegen, kernel compilation)
 - autotuning = compiles.autotune_time_s (compile_time_autotune_time_us: Inductor's benchmark of
   kernel configs; 2.6+ log it)
+- backward  = the lazy backward compile (bwd_compilation_metrics)
+- runtime autotuning = Triton autotuning at the first calls (compilation_metrics_runtime)
 A compile missing a field (older torch, a restart that never reached the backend) counts that
 phase as 0, so a frame's phases never add up to more than its total.
 """
@@ -17,9 +22,10 @@ import pandas as pd
 from compilewatch.app.cells import window_rows
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import df, runs_cte
+from compilewatch.store.compile_time import per_compile
 from compilewatch.store.rollups import PHASE_EXPRS
 
-PHASES = ("tracing", "AOT", "Inductor", "autotuning")
+PHASES = ("tracing", "AOT", "Inductor", "autotuning", "backward", "runtime autotuning")
 
 _PHASE_SUMS = ",\n    ".join(f"sum({e}) AS {n}" for n, e in PHASE_EXPRS)
 
@@ -36,7 +42,7 @@ cc AS (
 # runs with the frame; a run lies in one cell, so runs add up across cells.
 _CELL_FRAME_COLUMNS = ("model, torch_version, co_name, co_file, co_firstlineno, co_filename, runs, compiles, "
                        "recompiles, total_s, recompile_s, tracing_s, aot_s, inductor_s, autotune_s, cache_misses, "
-                       "cache_miss_s")
+                       "cache_miss_s, forward_s, backward_s, runtime_autotune_s")
 
 
 def _cell_frames(f: Filters) -> tuple[str, list]:
@@ -44,16 +50,18 @@ def _cell_frames(f: Filters) -> tuple[str, list]:
     return f"cc AS (SELECT * FROM {rows} d WHERE d.co_name IS NOT NULL)", params
 
 
-_DOMINANT = """CASE greatest(tracing_s, aot_s, inductor_s, autotune_s)
+_DOMINANT = """CASE greatest(tracing_s, aot_s, inductor_s, autotune_s, backward_s, runtime_autotune_s)
         WHEN 0 THEN NULL WHEN tracing_s THEN 'tracing' WHEN aot_s THEN 'AOT'
-        WHEN inductor_s THEN 'Inductor' ELSE 'autotuning' END"""
+        WHEN inductor_s THEN 'Inductor' WHEN autotune_s THEN 'autotuning' WHEN backward_s THEN 'backward'
+        ELSE 'runtime autotuning' END"""
 
 
 def frame_hotspots(con, f: Filters) -> pd.DataFrame:
     """One row per frame (co_name, file base name, first line; example_path one full path) over the filtered runs, most compile time
     first (f.limit rows; f.search narrows to frames whose function or file contains it): compiles,
-    recompiles, runs, models, torch_versions, total_s, recompile_s, tracing_s, aot_s, inductor_s,
-    autotune_s, dominant (the phase with the most time), cache_misses (FX graph / AOTAutograd cache
+    recompiles, runs, models, torch_versions, total_s (forward + backward + runtime autotuning),
+    forward_s, recompile_s, tracing_s, aot_s, inductor_s, autotune_s (the forward's phases),
+    backward_s, runtime_autotune_s, dominant (the phase with the most time), cache_misses (FX graph / AOTAutograd cache
     lookups that missed), cache_miss_s (compile time of the compiles that missed), share_pct (of all compile
     time in the filter)."""
     search = ""
@@ -77,14 +85,15 @@ def frame_hotspots(con, f: Filters) -> pd.DataFrame:
                coalesce(sum(total_s), 0) AS total_s, sum(recompile_s) AS recompile_s,
                sum(tracing_s) AS tracing_s, sum(aot_s) AS aot_s, sum(inductor_s) AS inductor_s,
                sum(autotune_s) AS autotune_s, sum(cache_misses)::BIGINT AS cache_misses,
-               sum(cache_miss_s) AS cache_miss_s
+               sum(cache_miss_s) AS cache_miss_s, coalesce(sum(forward_s), 0) AS forward_s,
+               coalesce(sum(backward_s), 0) AS backward_s, coalesce(sum(runtime_autotune_s), 0) AS runtime_autotune_s
         FROM cc
         {search}
         GROUP BY ALL
     )
     SELECT co_name, co_file || ':' || co_firstlineno AS code, total_s,
            100 * total_s / nullif(sum(total_s) OVER (), 0) AS share_pct, {_DOMINANT} AS dominant,
-           tracing_s, aot_s, inductor_s, autotune_s, compiles, recompiles,
+           forward_s, tracing_s, aot_s, inductor_s, autotune_s, backward_s, runtime_autotune_s, compiles, recompiles,
            coalesce(recompile_s, 0) AS recompile_s, cache_misses, cache_miss_s, runs, models, torch_versions,
            co_filename AS example_path
     FROM agg ORDER BY total_s DESC, compiles DESC, co_name LIMIT ?"""
@@ -107,11 +116,12 @@ def _parse_frame(frame: str | None) -> tuple[str, str, int] | None:
 
 def frame_runs(con, f: Filters) -> pd.DataFrame:
     """The runs that compiled frame f.frame ("co_name @ file:line"), costliest first (f.limit rows):
-    run_id, model, label, torch_version, run_time, compiles, recompiles, total_s and its phases.
+    run_id, model, label, torch_version, run_time, compiles, recompiles, total_s, forward_s and the
+    phases.
     Empty for a frame that does not parse."""
     key = _parse_frame(f.frame)
     cols = ["run_id", "model", "label", "torch_version", "run_time", "compiles", "recompiles", "total_s",
-            "tracing_s", "aot_s", "inductor_s", "autotune_s"]
+            "forward_s", "tracing_s", "aot_s", "inductor_s", "autotune_s", "backward_s", "runtime_autotune_s"]
     if key is None:
         return pd.DataFrame(columns=cols)
     cte, params = runs_cte(f)
@@ -120,8 +130,9 @@ def frame_runs(con, f: Filters) -> pd.DataFrame:
     SELECT c.run_id, any_value(r.model) AS model, any_value(r.label) AS label,
            any_value(r.torch_version) AS torch_version, any_value(fr.run_time) AS run_time,
            count(*) AS compiles, count(*) FILTER (WHERE c.is_recompile) AS recompiles,
-           sum(coalesce(c.entire_frame_compile_time_s, 0)) AS total_s, {_PHASE_SUMS}
-    FROM compiles c JOIN fr USING (run_id) JOIN runs r USING (run_id)
+           sum(coalesce(c.total_s, 0)) AS total_s, sum(coalesce(c.forward_s, 0)) AS forward_s, {_PHASE_SUMS},
+           sum(c.backward_s) AS backward_s, sum(c.runtime_autotune_s) AS runtime_autotune_s
+    FROM ({per_compile("run_id IN (SELECT run_id FROM fr)")}) c JOIN fr USING (run_id) JOIN runs r USING (run_id)
     WHERE c.co_name = ? AND c.co_firstlineno = ? AND regexp_extract(c.co_filename, '[^/\\\\]*$') = ?
     GROUP BY c.run_id ORDER BY total_s DESC, c.run_id LIMIT ?"""
     return df(con, sql, params + [key[0], key[2], key[1], f.limit])
@@ -136,8 +147,9 @@ def phase_split(con, f: Filters) -> pd.DataFrame:
     WITH {frames},
     v AS (SELECT coalesce(torch_version, 'unknown') AS torch_version, sum(compiles)::BIGINT AS compiles,
                  sum(tracing_s) AS tracing, sum(aot_s) AS "AOT", sum(inductor_s) AS "Inductor",
-                 sum(autotune_s) AS autotuning FROM cc GROUP BY 1)
-    UNPIVOT v ON tracing, "AOT", "Inductor", autotuning INTO NAME phase VALUE seconds
+                 sum(autotune_s) AS autotuning, sum(backward_s) AS backward,
+                 sum(runtime_autotune_s) AS "runtime autotuning" FROM cc GROUP BY 1)
+    UNPIVOT v ON tracing, "AOT", "Inductor", autotuning, backward, "runtime autotuning" INTO NAME phase VALUE seconds
     ORDER BY torch_version, phase"""
     return df(con, sql, params)
 

@@ -18,6 +18,7 @@ from compilewatch.app.queries.common import df
 from compilewatch.core.errors import CompileWatchError
 from compilewatch.deepdive import artifacts
 from compilewatch.ingest.rank_names import RANK_IN_NAME
+from compilewatch.store.compile_time import per_compile
 from compilewatch.store.run_rows import run_filter
 
 # The run's files with the rank their name gives; every per-rank query starts here.
@@ -47,9 +48,15 @@ def per_rank(con, f: Filters) -> pd.DataFrame:
            list(DISTINCT {_CID}) AS compile_ids,
            count(DISTINCT {_CID}) FILTER (WHERE e.graph_op_count > 0) AS graphs,
            count(*) FILTER (WHERE e.fail_type IS NOT NULL) AS failures,
-           sum(e.entire_frame_compile_time_s) AS compile_time_s,
            count(DISTINCT e.file_id) AS files
     FROM compiles e LEFT JOIN fr USING (file_id) WHERE {run} GROUP BY ALL""", _params(f))
+    # what the rank waited for: forward, backward and runtime autotuning (store/compile_time.py)
+    times = df(con, f"""
+    WITH {_FILES}
+    SELECT coalesce(fr.name_rank, e.rank) AS rank, sum(e.total_s) AS compile_time_s
+    FROM ({per_compile(run_filter(con, f.run_id))}) e LEFT JOIN fr USING (file_id) GROUP BY ALL""",
+                [RANK_IN_NAME, f.run_id, f.run_id, f.run_id])
+    compiles = compiles.merge(times, on="rank", how="left")
     recompiles = df(con, f"""
     WITH {_FILES}
     SELECT coalesce(fr.name_rank, e.rank) AS rank, count(*) AS recompiles,

@@ -5,6 +5,7 @@ import pandas as pd
 
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import RUN_TIME, df, runs_cte
+from compilewatch.store.compile_time import per_compile
 from compilewatch.store.rollups import BREAK_KEY
 from compilewatch.store.run_rows import run_filter
 
@@ -39,15 +40,19 @@ def manifest(con, f: Filters) -> pd.DataFrame:
 
 
 def compiles(con, f: Filters) -> pd.DataFrame:
-    """Compile ids in start order with their compilation metrics (2,000 at most)."""
-    return _frame(con, """
-    SELECT compile_id, rank, co_name, co_filename || ':' || co_firstlineno AS code,
+    """Compile ids in start order with their compilation metrics (2,000 at most): total_s (what the
+    job waited: forward + backward + runtime autotuning, store/compile_time.py), the forward's
+    entire_frame_compile_time_s and its phases, backward_s, runtime_autotune_s."""
+    run = run_filter(con, f.run_id)
+    return df(con, f"""
+    SELECT compile_id, rank, co_name, co_filename || ':' || co_firstlineno AS code, total_s,
            entire_frame_compile_time_s, backend_compile_time_s, inductor_compile_time_s, code_gen_time_s,
+           backward_s, runtime_autotune_s,
            guard_count, shape_env_guard_count, graph_op_count, graph_node_count, graph_input_count,
            cache_size, is_recompile, recompile_reason, fail_type, fail_reason,
            make_timestamp(CAST(start_time * 1e6 AS BIGINT)) AS started
-    FROM compiles WHERE {run}
-    ORDER BY start_time NULLS LAST, frame_id, frame_compile_id, attempt LIMIT 2000""", f)
+    FROM ({per_compile(run)})
+    ORDER BY start_time NULLS LAST, frame_id, frame_compile_id, attempt LIMIT 2000""", [f.run_id, f.run_id])
 
 
 def compile_metrics(con, f: Filters) -> pd.DataFrame:
@@ -170,6 +175,25 @@ def cudagraph_events(con, f: Filters) -> pd.DataFrame:
     return d
 
 
+def cudagraph_coverage(con, f: Filters) -> pd.DataFrame:
+    """How much of the run ran under CUDA graphs: one row (none when the run never recorded,
+    skipped or split one) of its coverage figures (store/run_metrics.py), torch's own skip count,
+    the hooks' replays and compiled calls, and the coverage in words (review/cudagraph_coverage.py)."""
+    from compilewatch.review.cudagraph_coverage import FIGURES, describe, run_coverages
+    run = run_filter(con, f.run_id)
+    d = df(con, f"""
+    SELECT {", ".join(f"max(value) FILTER (metric = '{m}') AS {m}" for m in FIGURES)},
+           (SELECT sum(cudagraph_skips) FROM timing_summaries WHERE {run}) AS skips_counted_by_torch,
+           (SELECT sum(cudagraph_replays) FROM timing_summaries WHERE {run}) AS replays,
+           (SELECT sum(compiled_calls) FROM timing_summaries WHERE {run}) AS compiled_calls
+    FROM run_metrics WHERE run_id = ? AND subject = ''""", [f.run_id, f.run_id, f.run_id, f.run_id])
+    cov = run_coverages(con, [f.run_id]).get(f.run_id)
+    d = d.assign(replayed_pct=100 * d.pop("cudagraph_replay_share").astype(float))
+    if cov is None:
+        return d.iloc[0:0].assign(coverage=pd.Series(dtype=str))
+    return d.assign(coverage=describe(cov))
+
+
 def cache_layers(con, f: Filters) -> pd.DataFrame:
     """Per compile id and cache layer (FX graph, AOT autograd, ...): hits, misses, bypasses and the
     bypass reason; and the run's state: cold when every lookup missed."""
@@ -178,6 +202,37 @@ def cache_layers(con, f: Filters) -> pd.DataFrame:
            count(*) FILTER (outcome = 'miss') AS misses, count(*) FILTER (outcome = 'bypass') AS bypasses,
            any_value(reason) FILTER (reason IS NOT NULL) AS bypass_reason
     FROM cache_events WHERE {run} GROUP BY ALL ORDER BY compile_id, cache""", f)
+
+
+def cache_keys(con, f: Filters) -> pd.DataFrame:
+    """The run's compile-cache lookups one by one: compile id, cache, which graph (FX graph lookups,
+    review/cache_miss.py), outcome, the key, the bypass reason and how many key components torch
+    logged for it."""
+    from compilewatch.review.cache_miss import lookup_graphs
+    d = _frame(con, """
+    SELECT file_id, line_no, compile_id, rank, cache, outcome, cache_key, reason AS bypass_reason, components
+    FROM cache_events WHERE {run} ORDER BY file_id, line_no LIMIT 2000""", f)
+    graphs = lookup_graphs(con, f.run_id) if len(d) else {}
+    d.insert(5, "graph", [graphs.get((fid, line)) for fid, line in zip(d["file_id"], d["line_no"])])
+    return d.drop(columns=["file_id", "line_no"])
+
+
+def run_before(con, f: Filters) -> pd.DataFrame:
+    """One row, run_id: the run this run's cache lookups are explained against (review/cache_miss.py:
+    the newest earlier run of the same model on the same hardware); no row when there is none."""
+    from compilewatch.review.cache_miss import run_before as before_of
+    before = before_of(con, f.run_id)
+    return pd.DataFrame({"run_id": [before] if before else []})
+
+
+def cache_misses_before(con, f: Filters) -> pd.DataFrame:
+    """Why this run's cache lookups missed where the run before it (``run_before``) hit, or missed
+    under another key: one row per such lookup."""
+    from compilewatch.app.queries.compare import MISS_COLUMNS, misses_frame
+    from compilewatch.review.cache_miss import run_before as before_of
+    from compilewatch.review.cache_miss import why_missed
+    before = before_of(con, f.run_id)
+    return misses_frame(why_missed(con, before, f.run_id)) if before else pd.DataFrame(columns=MISS_COLUMNS)
 
 
 def pieces(con, f: Filters) -> pd.DataFrame:

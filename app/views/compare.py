@@ -4,6 +4,7 @@ import streamlit as st
 from compilewatch.app import ui
 from compilewatch.app.filters import DIMENSIONS, from_params
 from compilewatch.app.queries import compare, run_detail, speedups
+from compilewatch.app.views import cache_misses
 
 f = ui.page("Compare", default_days=90)
 url = from_params(ui.url_params())
@@ -173,6 +174,13 @@ with right:
 
 
 if compare.mode(f) == "runs":
+    st.subheader("Why the compile cache missed")
+    st.caption("B's FX graph and AOTAutograd cache lookups that missed or were bypassed where A's hit (or "
+               "missed under another key), and the parts of the cache key that differed: the graph, a setting, "
+               "the torch build, the input metadata, a process-group name. `compilewatch diff RUN_A RUN_B` "
+               "prints the same.")
+    cache_misses.table(ui.load(compare.cache_misses, f), "cmp_cache_misses",
+                       "No cache lookup of B missed where A's hit.", "A", "B")
     st.subheader("What the compiler did differently")
     st.caption("Subgraphs (vLLM's pieces, regional subgraphs) matched by name, then compile ids matched by frame "
                "and compile order: the ops, guards and Inductor kernels that appear or disappear, and the compile "

@@ -19,8 +19,10 @@ f = f.replace(search=search.strip() or None, limit=int(limit))
 
 st.subheader("Hotspots: frames by compile time")
 st.caption("A frame is a compiled function (name, file, first line), grouped across runs, hosts and torch "
-           "versions. Phases from each compile's metrics: tracing (Dynamo), AOT (AOTAutograd), Inductor "
-           "(lowering, codegen, kernel compiles) and autotuning.")
+           "versions. Compile time is what the job waited for: the forward compile, the backward compile "
+           "(at the first backward call) and the runtime autotuning of the first calls. The forward's phases "
+           "from each compile's metrics: tracing (Dynamo), AOT (AOTAutograd), Inductor (lowering, codegen, "
+           "kernel compiles) and autotuning.")
 split_tab, frames_tab = st.tabs(["By phase", "By frame and version"])
 split = ui.load(compile_time.phase_split, f)
 if split is not None:
@@ -51,8 +53,11 @@ elif hot is not None:
             "total_s": ui.num_col("Compile time", "%.1f s"), "share_pct": ui.num_col("Share", "%.1f%%"),
             "dominant": ui.text_col("Dominant phase"), "compiles": ui.count_col("Compiles"),
             "recompiles": ui.count_col("Recompiles"), "recompile_s": ui.num_col("In recompiles", "%.1f s"),
+            "forward_s": ui.num_col("Forward", "%.1f s"),
             "tracing_s": ui.num_col("Tracing", "%.1f s"), "aot_s": ui.num_col("AOT", "%.1f s"),
             "inductor_s": ui.num_col("Inductor", "%.1f s"), "autotune_s": ui.num_col("Autotuning", "%.1f s"),
+            "backward_s": ui.num_col("Backward", "%.1f s"),
+            "runtime_autotune_s": ui.num_col("Runtime autotuning", "%.1f s"),
             "cache_misses": ui.count_col("Cache misses"),
             "cache_miss_s": ui.num_col("In cache-missed compiles", "%.1f s"), "runs": ui.count_col("Runs"),
             "models": ui.text_col("Models"), "torch_versions": ui.text_col("Torch versions"),
@@ -68,9 +73,11 @@ elif hot is not None:
                  run_id=ui.text_col("Run"), model=ui.text_col("Model"), label=ui.text_col("Label"),
                  torch_version=ui.text_col("Torch"), run_time=ui.time_col("Started (UTC)"),
                  compiles=ui.count_col("Compiles"), recompiles=ui.count_col("Recompiles"),
-                 total_s=ui.num_col("Compile time", "%.2f s"), tracing_s=ui.num_col("Tracing", "%.2f s"),
+                 total_s=ui.num_col("Compile time", "%.2f s"), forward_s=ui.num_col("Forward", "%.2f s"),
+                 tracing_s=ui.num_col("Tracing", "%.2f s"),
                  aot_s=ui.num_col("AOT", "%.2f s"), inductor_s=ui.num_col("Inductor", "%.2f s"),
-                 autotune_s=ui.num_col("Autotuning", "%.2f s"), open=ui.link_col("Run detail", "open"))
+                 autotune_s=ui.num_col("Autotuning", "%.2f s"), backward_s=ui.num_col("Backward", "%.2f s"),
+                 runtime_autotune_s=ui.num_col("Runtime autotuning", "%.2f s"), open=ui.link_col("Run detail", "open"))
 
 st.subheader("Runtime linkage: what each compiled callable's steps cost against its compile")
 st.caption("From the collector's timing hooks. Compile cost = the compiling calls' time minus what they would "

@@ -8,7 +8,7 @@ import streamlit as st
 from compilewatch.app import charts, ui
 from compilewatch.app.filters import from_params
 from compilewatch.app.queries import ranks, run_detail
-from compilewatch.app.views import deep_dive
+from compilewatch.app.views import cache_misses, deep_dive
 
 f = ui.page("Run detail", default_days=90)
 url = from_params(ui.url_params())
@@ -77,9 +77,11 @@ with tabs[0]:
     ui.table(compiles, key="rd_compiles", empty="No compiles recorded for this run.",
              compile_id=ui.text_col("Compile id", "small"), rank=ui.count_col("Rank"), co_name=ui.text_col("Function"),
              code=ui.text_col("Code", "medium"),
-             entire_frame_compile_time_s=ui.num_col("Frame compile", "%.2f s"),
+             total_s=ui.num_col("Compile time", "%.2f s"),
+             entire_frame_compile_time_s=ui.num_col("Forward (frame compile)", "%.2f s"),
              backend_compile_time_s=ui.num_col("Backend", "%.2f s"), inductor_compile_time_s=ui.num_col("Inductor", "%.2f s"),
-             code_gen_time_s=ui.num_col("Codegen", "%.2f s"), guard_count=ui.count_col("Guards"),
+             code_gen_time_s=ui.num_col("Codegen", "%.2f s"), backward_s=ui.num_col("Backward", "%.2f s"),
+             runtime_autotune_s=ui.num_col("Runtime autotuning", "%.2f s"), guard_count=ui.count_col("Guards"),
              shape_env_guard_count=ui.count_col("Shape guards"), graph_op_count=ui.count_col("Ops"),
              graph_node_count=ui.count_col("Nodes"), graph_input_count=ui.count_col("Inputs"),
              cache_size=ui.count_col("Cache size"), is_recompile=st.column_config.CheckboxColumn("Recompile"),
@@ -210,7 +212,19 @@ with tabs[8]:
 with tabs[9]:
     deep_dive.stack_trie(f)
 with tabs[10]:
-    st.markdown("**CUDA graphs** (`mode=\"reduce-overhead\"`): why they were skipped, and re-recordings per input size")
+    st.markdown("**CUDA graphs** (`mode=\"reduce-overhead\"`): how much of the run they held, why they were "
+                "skipped, and re-recordings per input size")
+    cover = ui.load(run_detail.cudagraph_coverage, f)
+    if cover is not None and len(cover):
+        st.caption(f"CUDA-graph coverage: **{cover['coverage'].iloc[0]}**")
+    ui.table(cover, key="rd_cudagraph_coverage",
+             empty="This run recorded, skipped and split no CUDA graph (not mode=\"reduce-overhead\", or on the CPU).",
+             cudagraph_graphs=ui.count_col("Graphs recorded"), cudagraph_partitions=ui.count_col("Partitions"),
+             cudagraph_skips=ui.count_col("Skips (log)"), skips_counted_by_torch=ui.count_col("Skips (torch's counter)"),
+             cudagraph_rerecords=ui.count_col("Re-recordings"),
+             replayed_pct=ui.num_col("Compiled calls replayed", "%.0f%%"),
+             replays=ui.count_col("Replays"), compiled_calls=ui.count_col("Compiled calls"),
+             coverage=ui.text_col("Coverage", "large"))
     ui.table(ui.load(run_detail.cudagraph_events, f), key="rd_cudagraphs",
              empty="No CUDA-graph skip or re-recording in this run's log.",
              event=ui.text_col("Event", "small"), category=ui.text_col("Category", "small"),
@@ -231,6 +245,25 @@ with tabs[10]:
              compile_id=ui.text_col("Compile id", "small"), cache=ui.text_col("Cache layer"),
              hits=ui.count_col("Hits"), misses=ui.count_col("Misses"), bypasses=ui.count_col("Bypasses"),
              bypass_reason=ui.text_col("Bypass reason", "large"))
+    st.markdown("**Why the cache missed**, against the run before (same model and hardware)")
+    before_run = ui.load(run_detail.run_before, f)
+    missed = ui.load(run_detail.cache_misses_before, f)
+    if missed is not None and before_run is not None:
+        before = str(before_run["run_id"].iloc[0]) if len(before_run) else None
+        if before:
+            st.caption(f"Against run {ui.md(before)}: the lookups that missed or were bypassed here where that "
+                       f"run's hit, and the parts of the cache key that differed. "
+                       f"`compilewatch diff {ui.md(before[:8])} {ui.md(run_id[:8])}` prints the same.")
+        cache_misses.table(missed, "rd_cache_misses",
+                           "No lookup missed here where the run before hit." if before
+                           else "No earlier run of this model on this hardware to compare with.", "before", "here")
+    with st.expander("Every cache lookup and its key"):
+        ui.table(ui.load(run_detail.cache_keys, f), key="rd_cache_keys",
+                 empty="No compile-cache events in this run's trace.",
+                 compile_id=ui.text_col("Compile id", "small"), rank=ui.count_col("Rank"),
+                 cache=ui.text_col("Cache layer", "small"), graph=ui.text_col("Graph", "small"),
+                 outcome=ui.text_col("Outcome", "small"), cache_key=ui.text_col("Key", "medium"),
+                 bypass_reason=ui.text_col("Bypass reason", "large"), components=ui.count_col("Key components"))
 with tabs[11]:
     st.markdown("**vLLM piecewise compile**: the pieces of the split graph, by compile range")
     ui.table(ui.load(run_detail.pieces, f), key="rd_pieces",

@@ -1,11 +1,11 @@
 """Speedup trends: per model over time, across torch versions and the team's own versions
-(label / git commit); a version-against-version table coloured at ±5%."""
+(label / git commit); a version-against-version table coloured at ±5%; CUDA-graph coverage per run."""
 import pandas as pd
 import streamlit as st
 
 from compilewatch.app import charts, ui
 from compilewatch.app.filters import DIMENSIONS, from_params
-from compilewatch.app.queries import overview, speedups
+from compilewatch.app.queries import cudagraphs, overview, speedups
 
 f = ui.page("Speedup trends", default_days=90)
 url = from_params(ui.url_params())
@@ -82,5 +82,18 @@ elif trend is not None:
                 "compile_s_a": "Compile A", "compile_s_b": "Compile B", "compile_change_pct": "Compile Δ",
                 "memory_ratio_a": "Memory ratio A", "memory_ratio_b": "Memory ratio B", "memory_change_pct": "Memory Δ",
             })
+
+st.subheader("CUDA-graph coverage")
+coverage = ui.load(cudagraphs.coverage_trend, f)
+if coverage is not None and not coverage.empty:
+    st.altair_chart(charts.cudagraph_coverage(coverage), width="stretch")
+ui.table(coverage, key="tr_cudagraphs",
+         empty='No run in the selection recorded, skipped or split a CUDA graph (mode="reduce-overhead" on a GPU).',
+         run_id=None, model=ui.text_col("Model", "medium"), hardware=None, run_time=ui.time_col("Run"),
+         torch_version=ui.text_col("Torch", "small"), label=ui.text_col("Label", "small"),
+         git_commit=ui.text_col("Commit", "small"), cudagraph_graphs=ui.count_col("Graphs recorded"),
+         cudagraph_partitions=ui.count_col("Partitions"), cudagraph_skips=ui.count_col("Skips"),
+         cudagraph_rerecords=ui.count_col("Re-recordings"), replayed_pct=ui.num_col("Calls replayed", "%.0f%%"),
+         coverage=ui.text_col("Coverage", "large"))
 
 ui.set_url(f)

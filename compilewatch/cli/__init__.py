@@ -170,6 +170,19 @@ def cmd_summarize(args) -> int:
     return 1 if (args.strict and summary["errors"]) else 0
 
 
+def _print_cudagraphs(figures: dict) -> None:
+    """A dry check's CUDA-graph coverage over the paths given, and each skip with torch's reason."""
+    from compilewatch.review.cudagraph_coverage import describe, from_summary
+
+    print(f"  CUDA graphs: {safe(describe(from_summary(figures)))}")
+    for s in figures["skip_reasons"]:
+        where = f" at {s['where']}" if s["where"] else ""
+        print(f"    skipped due to {safe(s['reason'])}{safe(where)} (x{s['count']})")
+    if figures["skips_counted_by_torch"] > figures["skips"]:
+        print(f"    torch counted {figures['skips_counted_by_torch']} skip(s) the log gives no reason for "
+              "(a log collected without TORCH_LOGS=cudagraphs, or a graph on the CPU)")
+
+
 SPEC_HELP = ("KEY=VALUE, repeatable or comma-separated; KEY: label, torch, commit, run, hardware, model "
              "(same key twice: either value; different keys: both)")
 
@@ -221,8 +234,16 @@ def cmd_check(args) -> int:
                              "ingest the week's runs first, give --since a longer span, or name the sides "
                              "with --baseline SPEC --candidate SPEC")
     failed = bool(problems) or bool(result and result.regressions)
+    coverage = []
+    if result is not None:
+        from compilewatch.review.cudagraph_coverage import by_model
+        from compilewatch.store import open_store
+
+        with open_store(args.db).read() as con:
+            coverage = by_model(con, result.baseline_runs, result.candidate_runs)
     if args.json:
         out = result.to_json() if result else {"regressions": []}
+        out["cudagraph_coverage"] = coverage
         out["limits"] = {"exceeded": problems, "summary": summary}
         out["status"] = "failed" if failed else "passed"
         print(json.dumps(out, indent=2, default=str))
@@ -236,31 +257,13 @@ def cmd_check(args) -> int:
     elif summary is not None:
         print(f"compilewatch check: limits passed: {summary['graph_breaks']} graph breaks, {summary['recompiles']} "
               f"recompiles, {summary['limit_hits']} limit hits in {summary['files']} file(s)")
+    if summary is not None and summary.get("cudagraphs"):
+        _print_cudagraphs(summary["cudagraphs"])
     if result is not None:
-        from compilewatch.review import wording
+        from compilewatch.review.gate import closing_line, verdict_lines
 
-        print(f"candidate: {result.candidate} ({len(result.candidate_runs)} runs) · "
-              f"baseline: {result.baseline} ({len(result.baseline_runs)} runs)")
-        # before the verdicts: where the baseline window is empty, these say which runs a model's
-        # verdicts were judged against instead (the report's "Judged against their previous version")
-        for n in result.notes:
-            if n.kind == "own_history":
-                print(f"  own history: {safe(n.text)}")
-        for title, items in (("REGRESSION", result.regressions), ("suspicious", result.suspicious),
-                             ("better", result.improvements)):
-            for v in items:
-                print(f"  {title:<10} {safe(wording.title(v))} ({safe(wording.change(v))}) — {safe(v.summary)}")
-                if wording.cause(v):
-                    print(f"             cause: {safe(wording.cause(v))}")
-                if wording.cost(v):
-                    print(f"             costs: {safe(wording.cost(v))}")
-                for e in v.evidence:
-                    print(f"             {e.kind}: {safe(e.text)}")
-        for n in result.notes:
-            if n.kind != "own_history":
-                print(f"  not compared: {safe(n.text)}")
-        print(f"compilewatch check {'FAILED' if failed else 'passed'}: {len(result.regressions)} regression(s), "
-              f"{len(result.suspicious)} suspicious, {len(result.improvements)} improvement(s)")
+        for line in verdict_lines(result, coverage) + [closing_line(result, failed)]:
+            print(safe(line))
     return 1 if failed else 0
 
 
@@ -332,8 +335,15 @@ def cmd_inbox(args) -> int:
         print(f"{safe(name)}: {report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
               f"{report.count('failed')} failed", flush=True)
     if args.watch:
-        print(f"watching {store.inbox_dir} every {args.interval:g} s (Ctrl-C stops)", flush=True)
-        watch(store, args.interval, show)
+        from compilewatch.core.signals import stop_on_signals
+
+        print(f"watching {store.inbox_dir} every {args.interval:g} s (Ctrl-C or SIGTERM stops)", flush=True)
+        with stop_on_signals() as stop:
+            try:
+                watch(store, args.interval, show, stop=stop.event)
+            except KeyboardInterrupt:   # mid-entry: its ingest rolled back, the entry back in the inbox
+                pass
+        print(f"stopped ({stop.name or 'interrupted'})", flush=True)
         return 0
     results = process_once(store)
     for name, report in results:
@@ -416,20 +426,184 @@ def cmd_store_maintain(args) -> int:
     return 0
 
 
-@command("dashboard", "start the Streamlit dashboard on this database",
+@command("dashboard", "start the Streamlit dashboard on this database, with the push API and inbox workers beside it",
          db_arg(),
          arg("--port", type=int, default=8501, help="port to serve on (default %(default)s)"),
          arg("--address", default=None, help="address to listen on (env COMPILEWATCH_LISTEN_ADDRESS; default "
-                                            "127.0.0.1: this machine only; 0.0.0.0 for every interface)"))
+                                            "127.0.0.1: this machine only; 0.0.0.0 for every interface)"),
+         arg("--inbox-workers", type=int, default=1, metavar="N",
+             help="`inbox --watch` workers started beside the dashboard, which ingest what `compilewatch push` "
+                  "sends (default %(default)s; 0 where other hosts run them)"),
+         description="Serve the dashboard's pages and, on the same port, the push API (/api/push) that "
+                     "`compilewatch push` sends runs to; start --inbox-workers inbox workers that ingest them. "
+                     "SIGINT or SIGTERM stops all of it within seconds.")
 def cmd_dashboard(args) -> int:
     import subprocess
 
     from compilewatch.app import server
+    from compilewatch.core.errors import InputError
+    from compilewatch.core.signals import stop_on_signals
 
+    if args.inbox_workers < 0:
+        raise InputError("--inbox-workers must be 0 or more", "0 starts no inbox worker here")
     env = dict(os.environ, **{settings.BY_NAME["db"].env: args.db})
     address = args.address or settings.get("listen_address")
-    return subprocess.call([sys.executable, "-m", "streamlit", "run", str(server.MAIN), "--server.port", str(args.port),
-                            *server.streamlit_flags({"server.address": address})], env=env)
+    dashboard = [sys.executable, "-m", "streamlit", "run", str(server.ASGI), "--server.port", str(args.port),
+                 *server.streamlit_flags({"server.address": address})]
+    worker = [sys.executable, "-m", "compilewatch", "inbox", "--watch", "--interval", str(INBOX_POLL_S)]
+    with stop_on_signals(grace_s=STOP_GRACE_S + 5) as stop:
+        procs = []
+        try:
+            procs.append(subprocess.Popen(dashboard, env=env))
+            procs += [subprocess.Popen(worker, env=env) for _ in range(args.inbox_workers)]
+            while procs[0].poll() is None:
+                for i, p in enumerate(procs[1:], 1):
+                    if p.poll() is not None:   # a worker that died is replaced: pushes wait on it
+                        print(f"compilewatch: inbox worker {p.pid} ended ({p.returncode}); starting another",
+                              file=sys.stderr, flush=True)
+                        procs[i] = subprocess.Popen(worker, env=env)
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            _stop_all(procs)
+    if stop.signum is not None:
+        print(f"compilewatch: dashboard stopped ({stop.name})", file=sys.stderr)
+        return 0
+    return procs[0].returncode if procs else 1
+
+
+# How often the dashboard's inbox workers look for pushes, and how long a child may take to stop.
+INBOX_POLL_S = 0.5
+STOP_GRACE_S = 10.0
+
+
+def _stop_all(procs) -> None:
+    """SIGTERM to every child still running, then SIGKILL to those not gone after STOP_GRACE_S."""
+    import signal as signals
+
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signals.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except Exception:   # noqa: BLE001 - past the grace: no more waiting
+            p.kill()
+            p.wait()
+
+
+@command("token add", "make a push token for a team or user (shown once; the store keeps its salted hash)",
+         arg("name", help="the team or user the token is for, e.g. ci-llm or alice"),
+         db_arg())
+def cmd_token_add(args) -> int:
+    from compilewatch.store import open_store, tokens
+
+    token, secret = tokens.add(open_store(args.db), args.name)
+    print(f"push token {token.token_id} for {safe(token.name)} (shown once; keep it as a CI secret):")
+    print(secret)
+    print("use it with: COMPILEWATCH_PUSH_TOKEN=<token> compilewatch push BUNDLE... --server URL")
+    return 0
+
+
+@command("token list", "the push tokens of this store: id, who for, made, revoked",
+         db_arg(),
+         arg("--json", action="store_true", help="one JSON list on stdout"))
+def cmd_token_list(args) -> int:
+    from compilewatch.store import open_store, tokens
+
+    found = tokens.listed(open_store(args.db))
+    if args.json:
+        print(json.dumps([t.__dict__ for t in found], indent=2, default=str))
+        return 0
+    if not found:
+        print("no push tokens yet: `compilewatch token add NAME` makes one")
+        return 0
+    print(_table([[t.token_id, t.name, f"{t.created_at:%Y-%m-%d %H:%M}",
+                   f"{t.revoked_at:%Y-%m-%d %H:%M}" if t.revoked_at else "-"] for t in found],
+                 ["token", "for", "made (UTC)", "revoked (UTC)"]))
+    return 0
+
+
+@command("token revoke", "end a push token: the server refuses it from then on",
+         arg("token", help="the token's id, as `token list` shows it (or the whole token)"),
+         db_arg())
+def cmd_token_revoke(args) -> int:
+    from compilewatch.store import open_store, tokens
+
+    token = tokens.revoke(open_store(args.db), args.token)
+    print(f"push token {token.token_id} ({safe(token.name)}) revoked at {token.revoked_at:%Y-%m-%d %H:%M} UTC")
+    return 0
+
+
+@command("push", "send bundles and logs to the team server over HTTP; with --wait --check, a CI gate with no database",
+         arg("paths", nargs="+", metavar="BUNDLE_OR_DIR", help="bundles (folders or archives), logs, or folders of them"),
+         arg("--server", help="the team server's URL, e.g. http://compilewatch.internal:8501 (env COMPILEWATCH_SERVER)"),
+         arg("--token-file", metavar="FILE", help="read the push token from FILE (else env COMPILEWATCH_PUSH_TOKEN; "
+                                                  "never on the command line)"),
+         arg("--wait", action="store_true", help="block until the server has stored the runs, and print them"),
+         arg("--check", action="store_true", help="then judge the pushed runs against --baseline and exit 1 on a "
+                                                  "regression (implies --wait)"),
+         arg("--baseline", action="append", metavar="SPEC", help=f"with --check, the baseline runs: {SPEC_HELP}"),
+         arg("--timeout", type=float, default=600.0, metavar="S", help="most seconds --wait waits (default %(default)s)"),
+         arg("--json", action="store_true", help="one JSON object on stdout: the push's receipt (and the check)"),
+         description="Pack the bundles and logs into one .tar.gz and POST it to the team server's /api/push with "
+                     "the push token; the server queues it in its store's inbox, where its inbox workers ingest it. "
+                     "Prints the push's id; with --wait its runs (each with a link to its page), duplicates and "
+                     "failures. Exit status: 0, 1 when a file failed or (--check) something got worse, 2 when the "
+                     "push was refused (the reason is printed).")
+def cmd_push(args) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from compilewatch.cli import push as client
+    from compilewatch.core.errors import InputError
+
+    require_paths(args.paths)
+    if args.check and not args.baseline:
+        raise InputError("--check needs --baseline SPEC", "e.g. --check --baseline label=main")
+    url = args.server or settings.get("push_server")
+    if not url:
+        raise InputError("no team server: give --server URL or set COMPILEWATCH_SERVER",
+                         "the URL `compilewatch dashboard` serves at, e.g. http://compilewatch.internal:8501")
+    server = client.Server(url, client.token_from(args.token_file, settings.get("push_token")))
+    with tempfile.TemporaryDirectory(prefix="compilewatch-push-") as tmp:
+        packed = Path(tmp) / "push.tar.gz"
+        files = client.pack(args.paths, packed)
+        size = packed.stat().st_size
+        answer = server.push(packed, files)
+    push_id = answer["push"]
+    out = {"push": answer}
+    say_ = (lambda *a, **k: None) if args.json else print
+    say_(f"push {push_id}: {files} file(s), {size / 2**20:,.1f} MiB, " +
+         (f"the same bytes as an earlier push ({answer['state']})" if answer.get("duplicate_push") else "queued"))
+    if not (args.wait or args.check):
+        if args.json:
+            print(json.dumps(out, indent=2))
+        return 0
+    receipt = answer if answer.get("state") == "settled" else server.wait(push_id, args.timeout)
+    out["push"] = receipt
+    for run in receipt["runs"]:
+        say_(f"  run {safe(run['run_id'])}: {run['stored']} file(s) stored, {run['duplicate']} duplicate  {safe(run['url'])}")
+    for d in receipt["duplicates"]:
+        say_(f"  duplicate: {safe(d['file'])} (already stored in run {safe(d['run_id'])})")
+    for f in receipt["failures"]:
+        say_(f"  FAILED: {safe(f['file'])}: {safe(f['message'])}")
+    say_(f"{receipt['stored']} file(s) stored, {len(receipt['duplicates'])} duplicate, {len(receipt['failures'])} failed")
+    status = 1 if receipt["failures"] else 0
+    if args.check:
+        runs = [r["run_id"] for r in receipt["runs"]]
+        if not runs:
+            raise InputError("nothing to check: the push stored no run", "push bundles or torch.compile logs")
+        verdict = server.check(runs, args.baseline)
+        out["check"] = verdict["review"]
+        for line in verdict["lines"]:
+            say_(safe(line))
+        status = max(status, 1 if verdict["status"] == "failed" else 0)
+    if args.json:
+        print(json.dumps(out, indent=2, default=str))
+    return status
 
 
 @command("ranks", "a run's ranks side by side, and the ranks that diverged",
@@ -507,11 +681,13 @@ def cmd_compile_time(args) -> int:
                           "runtime_linkage": json.loads(linkage.to_json(orient="records"))}, indent=2))
         return 0
     print(_table([[r.co_name, r.code, f"{r.total_s:.1f}", f"{r.share_pct or 0:.1f}%", r.dominant or "-",
-                   f"{r.tracing_s:.1f}", f"{r.aot_s:.1f}", f"{r.inductor_s:.1f}", f"{r.autotune_s:.1f}",
+                   f"{r.forward_s:.1f}", f"{r.tracing_s:.1f}", f"{r.aot_s:.1f}", f"{r.inductor_s:.1f}",
+                   f"{r.autotune_s:.1f}", f"{r.backward_s:.1f}", f"{r.runtime_autotune_s:.1f}",
                    r.compiles, r.recompiles, r.cache_misses, r.runs, r.torch_versions or "-"]
                   for r in frames.itertuples()],
-                 ["function", "frame", "compile s", "share", "dominant", "tracing", "AOT", "Inductor", "autotune",
-                  "compiles", "recompiles", "cache misses", "runs", "torch"]))
+                 ["function", "frame", "compile s", "share", "dominant", "forward", "tracing", "AOT", "Inductor",
+                  "autotune", "backward", "runtime autotune", "compiles", "recompiles", "cache misses", "runs",
+                  "torch"]))
     print()
 
     def num(v, fmt):
@@ -554,20 +730,24 @@ def cmd_show(args) -> int:
          arg("--show", metavar="KIND", help="also print the unified diff of this artifact for each changed pair: "
                                              "dynamo_output_graph, aot_forward_graph, aot_backward_graph, "
                                              "inductor_output_code"),
-         arg("--json", action="store_true", help="one JSON object: subgraphs, pairs, only_baseline, only_candidate"),
+         arg("--json", action="store_true", help="one JSON object: subgraphs, pairs, only_baseline, only_candidate, "
+                                                 "cache_misses, cache_summary"),
          db_arg())
 def cmd_diff(args) -> int:
     from compilewatch.deepdive import diff
+    from compilewatch.review import cache_miss
     from compilewatch.store import open_store
 
     with open_store(args.db).read() as con:
         base = _resolve_run(con, args.baseline)
         cand = _resolve_run(con, args.candidate, like=base)
         d = diff.diff_runs(con, base, cand, rank=args.rank)
+        misses = cache_miss.why_missed(con, base, cand, rank=args.rank)
         if args.json:
-            print(json.dumps(d.to_json(), indent=2, default=str))
+            print(json.dumps({**d.to_json(), "cache_misses": [m.to_json() for m in misses],
+                              "cache_summary": cache_miss.summary(misses)}, indent=2, default=str))
             return 0
-        text = diff.describe(d)
+        text = diff.describe(d) + "\n\n" + cache_miss.describe(misses)
         if args.show:
             for p in d.pairs:
                 if any(k.split("#")[0] == args.show for k in p.graphs_changed):
@@ -643,6 +823,8 @@ def _collector_failed(e: CompileWatchError) -> int:
              help="stop CMD after S seconds (SIGTERM, then SIGKILL); the bundle says end_reason=timeout"),
          arg("--archive", action="store_true", help="write <bundle>.tar.gz instead of a folder"),
          arg("--no-hooks", action="store_true", help="don't inject the timing hooks (logs and trace only)"),
+         arg("--no-probe", action="store_true",
+             help="don't time the host probe before and after CMD (env COMPILEWATCH_HOST_PROBE=0)"),
          arg("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS..."),
          description="Run CMD with TORCH_LOGS and TORCH_TRACE pointed into a new bundle, timing every "
                      "torch.compile'd callable, and write the bundle however CMD ends. Exits with CMD's status.")
@@ -656,7 +838,8 @@ def cmd_collect(args) -> int:
         return 2
     try:
         result = collect(command, args.out, model=args.model, label=args.label, logs=args.logs,
-                         timeout=args.timeout, archive=args.archive, hooks=not args.no_hooks)
+                         timeout=args.timeout, archive=args.archive, hooks=not args.no_hooks,
+                         probe=False if args.no_probe else None)
     except CompileWatchError as e:
         return _collector_failed(e)
     print(f"compilewatch: {result.end_reason} (exit status {result.exit_status}); bundle: {result.bundle}",

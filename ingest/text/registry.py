@@ -9,14 +9,20 @@ from compilewatch.ingest.text import cudagraphs, graph_breaks, limit_hits, recom
 
 def default_parsers() -> tuple[Parser, ...]:
     return (
-        Parser("graph_breaks", graph_breaks.parse, starts=graph_breaks.starts),
-        Parser("recompiles", recompiles.parse, starts=recompiles.starts),
+        Parser("graph_breaks", graph_breaks.parse, starts=graph_breaks.starts, component="graph_breaks"),
+        Parser("recompiles", recompiles.parse, starts=recompiles.starts, component="recompiles"),
+        # "torch._dynamo hit config.recompile_limit" is a warning of dynamo's own logger: always on
         Parser("limit_hits", limit_hits.parse, starts=limit_hits.starts),
-        Parser("cudagraphs", cudagraphs.parse, starts=cudagraphs.starts),
+        # torch 2.11+ writes its skip reasons through the `cudagraphs` artifact logger alone, which
+        # prints nothing, warnings included, unless TORCH_LOGS names it
+        Parser("cudagraphs", cudagraphs.parse, starts=cudagraphs.starts, component="cudagraphs"),
     )
 
 
 PARSERS = default_parsers()
+
+# The TORCH_LOGS components whose records some parser reads, in the registry's order.
+COMPONENTS = tuple(dict.fromkeys(p.component for p in PARSERS if p.component))
 
 # Facts only the text log carries (a TORCH_TRACE has no CUDA-graph skip reasons): parsed from a
 # bundle's torch_logs.txt even when its trace is the source of everything else.

@@ -40,6 +40,11 @@ class TraceContext:
         self.piece_line: int | None = None
         self.vllm_configs = 0
         self.vllm_model = 0
+        # (rank, cache) -> (line_no, {component name: hash}) of the file's latest lookup of that cache
+        # with key components: the next keeps only what differs from it (parsers/cache_events.py)
+        self.cache_key_bases: dict[tuple, tuple[int, dict[str, str]]] = {}
+        # hashes of key components whose long text is written in this file already
+        self.cache_key_texts: set[str] = set()
 
     def error(self, line_no: int, kind: str, message: str, excerpt: str = "") -> None:
         self.sink.error(line_no, kind, message, excerpt)

@@ -49,61 +49,81 @@ def _members(bundle: Path):
 
 def _compilation_metrics(bundle: Path):
     """Every compilation_metrics payload of the bundle's TORCH_TRACE files."""
+    for _, env in _envelopes(bundle):
+        if "compilation_metrics" in env:
+            yield env["compilation_metrics"]
+
+
+def _envelopes(bundle: Path):
+    """(trace file, envelope) of every record of the bundle's TORCH_TRACE files."""
     for name, data in _members(bundle):
         if "/trace/" not in name:
             continue
         for line in data.decode().splitlines():
             m = _ENVELOPE.match(line)
-            if m and '"compilation_metrics"' in line:
-                yield json.loads(m.group(1))["compilation_metrics"]
+            if m:
+                yield name, json.loads(m.group(1))
+
+
+def _later_seconds(bundle: Path) -> dict:
+    """(trace file, frame, compile) -> the backward compile's and the runtime autotuning's seconds of
+    that frame compile (bwd_compilation_metrics, *_runtime): what its compile time adds to its
+    forward's (store/compile_time.py)."""
+    out = defaultdict(float)
+    for name, env in _envelopes(bundle):
+        key = (name, env.get("frame_id"), env.get("frame_compile_id"))
+        if "bwd_compilation_metrics" in env:
+            out[key] += env["bwd_compilation_metrics"]["backward_cumulative_compile_time_us"] / 1e6
+        for event in ("compilation_metrics_runtime", "bwd_compilation_metrics_runtime"):
+            if event in env:
+                out[key] += (env[event].get("runtime_triton_autotune_time_us") or 0) / 1e6
+    return out
 
 
 def _compiles_with_cache_misses(bundle: Path):
     """(trace file, frame, compile, attempt) of every compile that logged a cache-miss artifact, and
-    every compile's (same key) -> (co_name, base name:line, entire_frame_compile_time_s)."""
+    every compile's (same key) -> (co_name, base name:line, its compile time: forward + backward +
+    runtime autotuning)."""
     missed, compiles = set(), {}
-    for name, data in _members(bundle):
-        if "/trace/" not in name:
-            continue
-        for line in data.decode().splitlines():
-            m = _ENVELOPE.match(line)
-            if not m:
-                continue
-            env = json.loads(m.group(1))
-            key = (name, env.get("frame_id"), env.get("frame_compile_id"), env.get("attempt") or 0)
-            art = env.get("artifact")
-            if isinstance(art, dict) and art.get("name", "").endswith("_cache_miss"):
-                missed.add(key)
-            cm = env.get("compilation_metrics")
-            if cm and cm.get("co_name"):
-                compiles[key] = (cm["co_name"], f"{cm['co_filename'].rsplit('/', 1)[-1]}:{cm['co_firstlineno']}",
-                                 cm.get("entire_frame_compile_time_s") or 0)
+    later = _later_seconds(bundle)
+    for name, env in _envelopes(bundle):
+        key = (name, env.get("frame_id"), env.get("frame_compile_id"), env.get("attempt") or 0)
+        art = env.get("artifact")
+        if isinstance(art, dict) and art.get("name", "").endswith("_cache_miss"):
+            missed.add(key)
+        cm = env.get("compilation_metrics")
+        if cm and cm.get("co_name"):
+            compiles[key] = (cm["co_name"], f"{cm['co_filename'].rsplit('/', 1)[-1]}:{cm['co_firstlineno']}",
+                             (cm.get("entire_frame_compile_time_s") or 0) + later.pop(key[:3], 0.0))
     return missed, compiles
 
 
 def test_frame_hotspots_sum_the_logged_compile_times(db):
-    expected = defaultdict(lambda: [0, 0.0, 0.0, 0.0])   # (co_name, base name:line) -> n, total, backend, inductor
+    expected = defaultdict(lambda: [0, 0.0, 0.0])   # (co_name, base name:line) -> n, forward, total
     for b in BUNDLES:
-        for cm in _compilation_metrics(b):
-            if not cm.get("co_name"):
-                continue
-            key = (cm["co_name"], f"{cm['co_filename'].rsplit('/', 1)[-1]}:{cm['co_firstlineno']}")
-            e = expected[key]
+        _, compiles = _compiles_with_cache_misses(b)
+        forwards = [cm for cm in _compilation_metrics(b) if cm.get("co_name")]
+        assert len(forwards) == len(compiles)
+        for cm in forwards:
+            e = expected[(cm["co_name"], f"{cm['co_filename'].rsplit('/', 1)[-1]}:{cm['co_firstlineno']}")]
             e[0] += 1
             e[1] += cm.get("entire_frame_compile_time_s") or 0
-            e[2] += cm.get("backend_compile_time_s") or 0
-            e[3] += cm.get("inductor_compile_time_s") or 0
+        for co_name, code, seconds in compiles.values():
+            expected[(co_name, code)][2] += seconds
     with open_store(db).read() as con:
         got = compile_time.frame_hotspots(con, Filters(**ALL_TIME))
     assert len(got) == len(expected)
     assert list(got["total_s"]) == sorted(got["total_s"], reverse=True)
     assert got["share_pct"].sum() == pytest.approx(100)
+    assert got["backward_s"].sum() > 0      # the DDP bundles are training jobs
     for row in got.itertuples():
-        n, total, backend, inductor = expected[(row.co_name, row.code)]
+        n, forward, total = expected[(row.co_name, row.code)]
         assert row.compiles == n
         assert row.total_s == pytest.approx(total)
-        # phases never exceed the total; tracing is what the backend did not take
-        assert row.tracing_s + row.aot_s + row.inductor_s + row.autotune_s <= row.total_s + 1e-9
+        assert row.forward_s == pytest.approx(forward)
+        assert row.total_s == pytest.approx(row.forward_s + row.backward_s + row.runtime_autotune_s)
+        # the forward's phases never exceed the forward; tracing is what the backend did not take
+        assert row.tracing_s + row.aot_s + row.inductor_s + row.autotune_s <= row.forward_s + 1e-9
     miss_s = defaultdict(float)
     for b in BUNDLES:
         missed, compiles = _compiles_with_cache_misses(b)
@@ -208,7 +228,7 @@ def test_autotuning_phase_from_a_max_autotune_run(tmp_path):
     assert stored == pytest.approx(autotune)
     assert frames["autotune_s"].sum() == pytest.approx(autotune)
     assert (frames["tracing_s"] + frames["aot_s"] + frames["inductor_s"] + frames["autotune_s"]
-            <= frames["total_s"] + 1e-9).all()
+            <= frames["forward_s"] + 1e-9).all()
 
 
 def test_compile_time_page_frame_drill_down(app_at, db):
@@ -224,7 +244,8 @@ def test_compile_time_page_frame_drill_down(app_at, db):
     assert diverge["recompiles"] == 1 and diverge["open"] == f"run?run={runs['ranks-diverge']}&from=2000-01-01&to=2100-01-01"
     expected = defaultdict(float)
     for b in BUNDLES[:2]:
-        for cm in _compilation_metrics(b):
-            if cm.get("co_name") == "forward" and cm.get("co_filename", "").endswith("/ddp_train.py"):
-                expected[b.name] += cm.get("entire_frame_compile_time_s") or 0
+        for co_name, code, seconds in _compiles_with_cache_misses(b)[1].values():
+            if (co_name, code) == ("forward", "ddp_train.py:31"):
+                expected[b.name] += seconds
     assert sorted(shown["total_s"]) == pytest.approx(sorted(expected.values()))
+    assert (shown["backward_s"] > 0).all() and (shown["total_s"] > shown["forward_s"]).all()

@@ -75,8 +75,15 @@ class Raw:
                 if e.get("artifact", {}).get("name") == name]
 
     def compile_seconds(self, rank: int) -> float:
-        return sum(e["compilation_metrics"].get("entire_frame_compile_time_s") or 0
-                   for e, _ in self.envelopes(rank, "compilation_metrics"))
+        """What the rank waited for compiles: forward, backward and runtime autotuning."""
+        forward = sum(e["compilation_metrics"].get("entire_frame_compile_time_s") or 0
+                      for e, _ in self.envelopes(rank, "compilation_metrics") if "compilation_metrics" in e)
+        backward = sum(e["bwd_compilation_metrics"]["backward_cumulative_compile_time_us"] / 1e6
+                       for e, _ in self.envelopes(rank, "bwd_compilation_metrics") if "bwd_compilation_metrics" in e)
+        autotune = sum((e[k].get("runtime_triton_autotune_time_us") or 0) / 1e6
+                       for k in ("compilation_metrics_runtime", "bwd_compilation_metrics_runtime")
+                       for e, _ in self.envelopes(rank, k) if k in e)
+        return forward + backward + autotune
 
     def text_breaks(self) -> Counter:
         """Graph-break records per rank in the interleaved TORCH_LOGS text: (rank, file) -> count."""

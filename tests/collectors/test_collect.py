@@ -23,8 +23,9 @@ from compilewatch.ingest.records import CollectingSink
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
-# One thread: OpenMP spin-waiting on a shared 2-core box makes CPU timings meaningless.
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+# One thread: OpenMP spin-waiting on a shared 2-core box makes CPU timings meaningless. No host
+# probe: two more torch imports per bundle, and tests/collectors/test_host_evidence.py covers it.
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "COMPILEWATCH_HOST_PROBE": "0"}
 
 JOB = """
 import torch
@@ -84,7 +85,8 @@ def test_manifest_records_the_run(compiled_run):
     assert m.started_at.endswith("Z") and m.ended_at >= m.started_at and m.wall_time_s > 0
     assert m.torch_version.startswith("2.") and m.python_version.count(".") == 2
     assert m.host and m.cwd and m.collector.startswith("compilewatch collect")
-    assert m.extra["torch_logs_setting"] == "graph_breaks,recompiles,perf_hints"
+    # the default: every component a TORCH_LOGS parser reads, plus perf_hints
+    assert m.extra["torch_logs_setting"] == "graph_breaks,recompiles,cudagraphs,perf_hints"
     assert set(m.files) >= {"torch_logs", "torch_trace", "timings"}
     assert all((bundle / p).is_file() for p in m.files["torch_trace"])
 
@@ -178,9 +180,16 @@ def test_crash_after_compile_keeps_logs_and_timings(tmp_path):
     assert t["callables"][0]["calls"] == 2 and t["callables"][0]["first_call_ms"] > 0
 
 
-def _start_and_wait_ready(args, ready=b"ready"):
+def _ignore_sigint():
+    # What a non-interactive shell does to a command started with `&` (a SLURM batch script's
+    # `srun ... &`): SIGINT ignored, and inherited so by everything it starts.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _start_and_wait_ready(args, ready=b"ready", sigint_ignored=False):
     proc = subprocess.Popen([PY, "-m", "compilewatch", *args], env=ENV, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            preexec_fn=_ignore_sigint if sigint_ignored else None)
     deadline = time.monotonic() + 240
     for line in proc.stdout:
         if ready in line or time.monotonic() > deadline:
@@ -189,29 +198,81 @@ def _start_and_wait_ready(args, ready=b"ready"):
 
 
 @pytest.mark.slow
-def test_sigterm_to_collector_is_passed_on_and_bundle_written(tmp_path):
+@pytest.mark.parametrize("sig, sigint_ignored", [(signal.SIGTERM, False), (signal.SIGTERM, True), (signal.SIGUSR1, True)],
+                         ids=["SIGTERM-interactive", "SIGTERM-batch-script", "SIGUSR1-no-handler"])
+def test_scheduler_signal_is_passed_on_and_bundle_written(tmp_path, sig, sigint_ignored):
+    # SIGTERM stops the run; a SLURM warning (USR1) to a job with no handler of its own ends it too
     script = tmp_path / "job.py"
     script.write_text(EAGER_JOB)
-    proc = _start_and_wait_ready(["collect", "--out", str(tmp_path / "out"), "--", PY, str(script), "sleep"])
-    proc.send_signal(signal.SIGTERM)
+    proc = _start_and_wait_ready(["collect", "--out", str(tmp_path / "out"), "--", PY, str(script), "sleep"],
+                                 sigint_ignored=sigint_ignored)
+    proc.send_signal(sig)
     proc.stdout.read()
-    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert proc.wait(timeout=60) == 128 + sig
     bundle = _only_bundle(tmp_path / "out")
     m = read_manifest(bundle)
-    assert m.end_reason == "terminated" and m.exit_status == 143
-    # the hooks' SIGTERM handler wrote the timings before the child died
+    assert m.end_reason == "terminated" and m.exit_status == 128 + sig
+    assert m.extra["signals_passed_on"] == [sig.name]
+    # the hooks' handler wrote the timings before the signal's default action ended the child
     t = json.loads((bundle / "timings.json").read_text())
     assert t["callables"][0]["calls"] == 2
 
 
-def test_ctrl_c_is_passed_on_and_bundle_written(tmp_path):
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["interactive", "batch-script"])
+def test_ctrl_c_is_passed_on_and_bundle_written(tmp_path, sigint_ignored):
+    # The command starts with SIGINT at its default even when the collector was started with it
+    # ignored; without that, the Ctrl-C passed on did nothing and the run ended in SIGKILL (137).
     code = "import time; print('ready', flush=True); time.sleep(120)"
-    proc = _start_and_wait_ready(["collect", "--out", str(tmp_path), "--", PY, "-c", code])
+    proc = _start_and_wait_ready(["collect", "--out", str(tmp_path), "--", PY, "-c", code],
+                                 sigint_ignored=sigint_ignored)
     proc.send_signal(signal.SIGINT)
     proc.stdout.read()
     assert proc.wait(timeout=60) == 128 + signal.SIGINT
     m = read_manifest(_only_bundle(tmp_path))
     assert m.end_reason == "interrupted" and m.exit_status == 130
+    assert m.extra["signals_passed_on"] == ["SIGINT"]
+
+
+def test_command_starts_with_sigint_and_sigterm_at_their_defaults(tmp_path):
+    code = ("import signal\n"
+            "print([signal.getsignal(s) == signal.SIG_IGN for s in (signal.SIGINT, signal.SIGTERM)])")
+    proc = subprocess.run([PY, "-m", "compilewatch", "collect", "--no-hooks", "--out", str(tmp_path), "--",
+                           PY, "-c", code], env=ENV, cwd=REPO, capture_output=True, text=True, timeout=120,
+                          preexec_fn=_ignore_sigint)
+    assert proc.returncode == 0, proc.stderr
+    assert "[False, False]" in proc.stdout
+
+
+SLURM_JOB = """
+import signal, sys, time
+def warned(signum, frame):
+    print("got", signal.Signals(signum).name, flush=True)
+    if signum == signal.SIGUSR2:     # checkpoint written: leave before the time limit
+        sys.exit(0)
+signal.signal(signal.SIGUSR1, warned)
+signal.signal(signal.SIGUSR2, warned)
+print("ready", flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["interactive", "batch-script"])
+def test_slurm_warning_signals_are_passed_on_and_the_run_goes_on(tmp_path, sigint_ignored):
+    script = tmp_path / "job.py"
+    script.write_text(SLURM_JOB)
+    proc = _start_and_wait_ready(["collect", "--no-hooks", "--out", str(tmp_path / "out"), "--", PY, str(script)],
+                                 sigint_ignored=sigint_ignored)
+    proc.send_signal(signal.SIGUSR1)
+    assert proc.stdout.readline().strip() == b"got SIGUSR1"     # passed on; the job went on
+    proc.send_signal(signal.SIGUSR2)
+    proc.stdout.read()
+    assert proc.wait(timeout=60) == 0
+    bundle = _only_bundle(tmp_path / "out")
+    m = read_manifest(bundle)
+    assert m.end_reason == "exited" and m.extra["signals_passed_on"] == ["SIGUSR1", "SIGUSR2"]
+    log = (bundle / "torch_logs.txt").read_text()
+    assert "got SIGUSR1" in log and "got SIGUSR2" in log
 
 
 def test_timeout_stops_the_command_and_says_so(tmp_path):
@@ -227,7 +288,7 @@ def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path):
     from compilewatch.collectors.collect import collect
 
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
-    res = collect([PY, "-c", code], tmp_path, timeout=0.5, grace_s=0.5, tee=False, hooks=False)
+    res = collect([PY, "-c", code], tmp_path, timeout=0.5, grace_s=0.5, tee=False, hooks=False, probe=False)
     assert res.end_reason == "timeout" and res.exit_status == 128 + signal.SIGKILL
     assert (res.bundle / "manifest.json").is_file()
 
@@ -301,5 +362,5 @@ def test_existing_sitecustomize_still_runs(tmp_path):
 
     # theirs is on the path behind ours: ours runs (the child sees it as sitecustomize), then chains
     res = collect([PY, "-c", "import sys; assert 'compilewatch' in sys.modules['sitecustomize'].__doc__"], tmp_path / "out2",
-                  pythonpath=[str(theirs)], tee=False)
+                  pythonpath=[str(theirs)], tee=False, probe=False)
     assert res.exit_status == 0 and marker.read_text() == "ran"

@@ -22,6 +22,7 @@ from compilewatch.ingest import archives
 from compilewatch.ingest import file_kind as detect
 from compilewatch.ingest.bench_csv import parse_bench_csv
 from compilewatch.ingest.bundle import Manifest
+from compilewatch.ingest.manifest import parse_manifest
 from compilewatch.ingest.records import CountingSink
 from compilewatch.ingest.text import parse_text
 from compilewatch.ingest.timings import parse_timings
@@ -31,6 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
 TEXT_DIR = REPO / "tests" / "fixtures" / "text"
 TRACE_DIR = REPO / "tests" / "fixtures" / "trace"
 BUNDLES = sorted((REPO / "sample_logs").rglob("*.tar.gz"))
+# bundles whose timings carry settings and whose manifests carry a host probe
+EVIDENCE = sorted((REPO / "tests" / "fixtures" / "evidence").glob("*.tar.gz"))
 
 # Byte strings that hit parsers' edges: line ends, NUL, numbers that overflow, JSON openers,
 # glog prefixes, invalid UTF-8, gzip magic.
@@ -40,9 +43,9 @@ TOKENS = [b"\r", b"\r\n", b"\n", b"\x00", b"inf", b"-inf", b"nan", b"1e309", b"9
           b"Graph break", b"Recompiling function", b"\t", b" " * 300]
 
 
-def _bundle_member(suffix: str) -> list[bytes]:
+def _bundle_member(suffix: str, bundles=None) -> list[bytes]:
     out = []
-    for b in BUNDLES[:6]:
+    for b in BUNDLES[:6] if bundles is None else bundles:
         with tarfile.open(b) as tf:
             for m in tf.getmembers():
                 if m.isfile() and m.name.endswith(suffix):
@@ -54,12 +57,12 @@ def seeds() -> dict[str, list[bytes]]:
     """target name -> real inputs to mutate (kept small: mutations are cheap, parsing is not)."""
     text = [p.read_bytes()[:60_000] for p in sorted(TEXT_DIR.glob("*.log"))]
     trace = [gzip.decompress(p.read_bytes())[:80_000] for p in sorted(TRACE_DIR.glob("*.log.gz"))]
-    manifests = _bundle_member("manifest.json")
+    manifests = _bundle_member("manifest.json") + _bundle_member("manifest.json", EVIDENCE)
     return {
         "text": text,
         "trace": trace,
         "bench_csv": _bundle_member("bench.csv"),
-        "timings": [t[:40_000] for t in _bundle_member("timings.json")],
+        "timings": [t[:40_000] for t in _bundle_member("timings.json") + _bundle_member("timings.json", EVIDENCE)],
         "manifest": manifests,
         "sniff": text[:4] + trace[:3] + manifests[:1],
         "gzip": [gzip.compress(t[:30_000]) for t in text[:4]],
@@ -113,6 +116,7 @@ def _timings(data: bytes) -> None:
 
 
 def _manifest(data: bytes) -> None:
+    parse_manifest(io.BytesIO(data), CountingSink())   # the host probe's reader: never raises
     try:
         d = json.loads(data.decode("utf-8", errors="replace"))
     except ValueError:

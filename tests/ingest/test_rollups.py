@@ -7,6 +7,7 @@ clean ingest, a duplicate ingest, a worker killed with SIGKILL mid-ingest and it
 The expected figures are computed here in pandas from the raw rows, not by the rollups' SQL."""
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import signal
@@ -50,6 +51,35 @@ def _with_break_key(gb: pd.DataFrame) -> pd.DataFrame:
     return gb.assign(k=key.where(key.notna(), fallback))
 
 
+_SECONDS = ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s", "forward_s", "backward_s", "runtime_autotune_s")
+_FRAME_COMPILE = ["file_id", "rank", "compiled_autograd_id", "frame_id", "frame_compile_id"]
+
+
+def _with_later(con, c: pd.DataFrame) -> pd.DataFrame:
+    """The compiles with each frame compile's backward and runtime autotuning seconds (from
+    later_compile_metrics) on its last compiles row, and total_s = forward + backward + runtime
+    autotuning: what the job waited for (store/compile_time.py)."""
+    later = _raw(con, "later_compile_metrics")
+    def key(frame):
+        ids = [frame[col].map(lambda v: "<null>" if pd.isna(v) else str(int(v))) for col in _FRAME_COMPILE]
+        return ids[0].str.cat(ids[1:], sep="|") if len(frame) else pd.Series([], dtype=str)
+    later["key"] = key(later)
+    old = later[later["event"] == "aot_autograd_backward_compilation_metrics"].groupby("key")["backward_compile_time_s"].sum()
+    bwd = later[later["event"] == "bwd_compilation_metrics"].groupby("key")["backward_compile_time_s"].sum()
+    per = pd.DataFrame({"backward_s": old.combine_first(bwd),
+                        "runtime_autotune_s": later.groupby("key")["runtime_autotune_time_s"].sum(min_count=1)})
+    c = c.assign(key=key(c)).sort_values("line_no")
+    last = ~c.duplicated("key", keep="last") & c["frame_id"].notna()
+    assert set(per.index) <= set(c.loc[last, "key"]), "a later record without its compile"
+    c = c.join(per, on="key")
+    for col in ("backward_s", "runtime_autotune_s"):
+        c[col] = c[col].where(last, None).astype(float)
+    logged = c[["entire_frame_compile_time_s", "backward_s", "runtime_autotune_s"]]
+    c["total_s"] = logged.fillna(0).sum(axis=1).where(logged.notna().any(axis=1))
+    c[["backward_s", "runtime_autotune_s"]] = c[["backward_s", "runtime_autotune_s"]].fillna(0)
+    return c.drop(columns="key")
+
+
 def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     """Per rollup table: the aggregate of the raw rows (pandas), and the columns compared."""
     gb = _with_break_key(_raw(con, "graph_breaks"))
@@ -86,6 +116,7 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     c["inductor_s"] = (z["inductor_compile_time_s"] - z["autotune_time_s"]).clip(lower=0)
     c["autotune_s"] = np.minimum(z["autotune_time_s"], c["inductor_compile_time_s"].fillna(z["autotune_time_s"]))
     c["recompile"] = c["is_recompile"].fillna(False).astype(bool)
+    c = _with_later(con, c)
     ce = _raw(con, "cache_events")
     misses = ce[ce["outcome"] == "miss"].groupby(["file_id", "compile_id"]).size().rename("m").reset_index()
     c = c.merge(misses, on=["file_id", "compile_id"], how="left")
@@ -93,14 +124,15 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     cols = ["run_id", "co_name", "co_file", "co_firstlineno"]
     ct = c.groupby(cols, dropna=False).agg(
         compiles=("line_no", "size"), recompiles=("recompile", "sum"),
-        total_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)),
+        total_s=("total_s", lambda s: s.sum(min_count=1)),
         tracing_s=("tracing_s", "sum"), aot_s=("aot_s", "sum"), inductor_s=("inductor_s", "sum"),
-        autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum")).reset_index()
-    for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
+        autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum"),
+        forward_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)), backward_s=("backward_s", "sum"),
+        runtime_autotune_s=("runtime_autotune_s", "sum")).reset_index()
+    for col in _SECONDS:
         ct[col] = ct[col].round(6)
     ct["cache_misses"] = ct["cache_misses"].astype(int)
-    out["rollup_compile_time"] = (ct, [*cols, "compiles", "recompiles", "total_s", "tracing_s", "aot_s",
-                                       "inductor_s", "autotune_s", "cache_misses"])
+    out["rollup_compile_time"] = (ct, [*cols, "compiles", "recompiles", *_SECONDS, "cache_misses"])
     st = _raw(con, "step_timings")
     cols = ["run_id", "callable", "mode"]
     steps = st.groupby(cols, dropna=False).agg(
@@ -109,10 +141,10 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     steady = st[st["phase"] == "steady"].groupby(cols, dropna=False)["duration_ms"].median().round(6).rename("steady_ms")
     steps = steps.merge(steady.reset_index(), on=cols, how="left")
     out["rollup_steps"] = (steps, [*cols, "calls", "compile_steps", "steady_calls", "steady_ms"])
+    out["rollup_frame_fingerprints"] = _expected_fingerprints(con, c)
     counts = [frame.groupby("run_id").size().rename(name) for frame, name in
               ((gb, "graph_breaks"), (rc, "recompiles"), (lh, "limit_hits"), (gf, "guard_failures"))]
-    totals = pd.concat([*counts, c.groupby("run_id")["entire_frame_compile_time_s"].sum(min_count=1)
-                        .rename("compile_s")], axis=1)
+    totals = pd.concat([*counts, c.groupby("run_id")["total_s"].sum(min_count=1).rename("compile_s")], axis=1)
     totals = totals.fillna({k: 0 for k in ("graph_breaks", "recompiles", "limit_hits", "guard_failures")})
     totals["compile_s"] = totals["compile_s"].astype(float).round(6)
     totals = totals.astype({k: int for k in ("graph_breaks", "recompiles", "limit_hits", "guard_failures")})
@@ -120,6 +152,49 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
                                 ["run_id", "graph_breaks", "recompiles", "limit_hits", "guard_failures", "compile_s"])
     out.update(_expected_day(con, gb, gf, rc, c))
     return out
+
+
+def _md5_16(text: str) -> str:
+    return hashlib.md5(text.encode()).hexdigest()[:16]
+
+
+def _expected_fingerprints(con, c: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Each frame's compiles in compile order, each part of a compile its artifacts' fingerprints
+    sorted and joined; a frame's part the md5 of its compiles' ('-' for one that logged none), none
+    when no compile logged it; fp the md5 of the five."""
+    parts = {"dynamo": ("dynamo_output_graph",), "aot_fwd": ("aot_forward_graph", "aot_inference_graph"),
+             "aot_bwd": ("aot_backward_graph",), "code": ("inductor_output_code",),
+             "guards": ("dynamo_cpp_guards_str",), "py_guards": ("dynamo_guards",)}
+    arts = _raw(con, "artifacts")
+    arts = arts[arts["fp"].notna()]
+    per_compile: dict[tuple, dict[str, str]] = {}
+    for r in arts.itertuples():
+        rank = None if pd.isna(r.rank) else int(r.rank)
+        for part, kinds in parts.items():
+            if r.kind in kinds:
+                per_compile.setdefault((r.run_id, rank, r.compile_id), {}).setdefault(part, []).append(r.fp)
+    rows = []
+    frames: dict[tuple, list] = {}
+    for cid, g in c[c["compile_id"].notna()].groupby(["run_id", "rank", "compile_id"], dropna=False):
+        first = g.iloc[0]
+        rank = None if pd.isna(cid[1]) else int(cid[1])
+        order = tuple((1, 0) if pd.isna(v) else (0, v) for v in
+                      (g["frame_id"].min(), g["frame_compile_id"].min(), g["attempt"].min(), g["line_no"].min()))
+        got = {k: " ".join(sorted(v)) for k, v in per_compile.get((cid[0], rank, cid[2]), {}).items()}
+        got["guards"] = got.get("guards") or got.get("py_guards")
+        key = (cid[0], rank, first["co_name"], first["co_file"], first["co_firstlineno"])
+        frames.setdefault(key, []).append((order, got))
+    for key, compiles in frames.items():
+        compiles.sort(key=lambda x: x[0])
+        row = dict(zip(["run_id", "rank", "co_name", "co_file", "co_firstlineno"], key), compiles=len(compiles))
+        for part in ("dynamo", "aot_fwd", "aot_bwd", "code", "guards"):
+            values = [got.get(part) for _, got in compiles]
+            row[f"{part}_fp"] = _md5_16(",".join(v or "-" for v in values)) if any(values) else None
+        row["fp"] = _md5_16("|".join(row[f"{p}_fp"] or "-" for p in ("dynamo", "aot_fwd", "aot_bwd", "code", "guards")))
+        rows.append(row)
+    cols = ["run_id", "rank", "co_name", "co_file", "co_firstlineno", "compiles", "dynamo_fp", "aot_fwd_fp",
+            "aot_bwd_fp", "code_fp", "guards_fp", "fp"]
+    return pd.DataFrame(rows, columns=cols), cols
 
 
 def _expected_day(con, gb: pd.DataFrame, gf: pd.DataFrame, rc: pd.DataFrame,
@@ -160,13 +235,16 @@ def _per_cell(level: str, cell: list[str], runs: pd.DataFrame, gb: pd.DataFrame,
     frame = [*cell, "co_name", "co_file", "co_firstlineno"]
     ct = c.merge(runs[["run_id", *cell]], on="run_id").groupby(frame, dropna=False).agg(
         runs=("run_id", "nunique"), compiles=("line_no", "size"), recompiles=("recompile", "sum"),
-        total_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)),
-        tracing_s=("tracing_s", "sum"), autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum")).reset_index()
-    for col in ("total_s", "tracing_s", "autotune_s"):
+        total_s=("total_s", lambda s: s.sum(min_count=1)),
+        tracing_s=("tracing_s", "sum"), autotune_s=("autotune_s", "sum"), cache_misses=("m", "sum"),
+        forward_s=("entire_frame_compile_time_s", lambda s: s.sum(min_count=1)), backward_s=("backward_s", "sum"),
+        runtime_autotune_s=("runtime_autotune_s", "sum")).reset_index()
+    for col in ("total_s", "tracing_s", "autotune_s", "forward_s", "backward_s", "runtime_autotune_s"):
         ct[col] = ct[col].round(6)
     ct["cache_misses"] = ct["cache_misses"].astype(int)
     out[f"rollup_{level}_compile_time"] = (ct, [*frame, "runs", "compiles", "recompiles", "total_s", "tracing_s",
-                                                "autotune_s", "cache_misses"])
+                                                "autotune_s", "forward_s", "backward_s", "runtime_autotune_s",
+                                                "cache_misses"])
     b = gb.merge(runs[["run_id", "t", *cell]], on="run_id").groupby([*cell, "k"], dropna=False).agg(
         n=("run_id", "size"), runs=("run_id", "nunique"), first_seen=("t", "min"), last_seen=("t", "max"))
     b = b.reset_index().rename(columns={"k": "break_key"})
@@ -189,8 +267,9 @@ def assert_rollups_match(store) -> dict[str, int]:
                 if col in got:
                     got[col] = pd.to_datetime(got[col]).dt.strftime("%Y-%m-%d %H:%M:%S.%f")
             if table in ("rollup_compile_time", "rollup_day_compile_time", "rollup_month_compile_time"):
-                for col in ("total_s", "tracing_s", "aot_s", "inductor_s", "autotune_s"):
-                    got[col] = got[col].astype(float).round(6)
+                for col in _SECONDS:
+                    if col in got:
+                        got[col] = got[col].astype(float).round(6)
             if table == "rollup_run_totals":
                 got["compile_s"] = got["compile_s"].astype(float).round(6)
             if table == "rollup_steps":
@@ -264,11 +343,17 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
                   "rollup_compile_time", "review_snapshots", "review_rows", "rollup_day_runs",
                   "rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time",
                   "rollup_day_graph_breaks", "rollup_run_totals", "rollup_steps", "rollup_month_guard_failures",
-                  "rollup_month_recompiles", "rollup_month_compile_time", "rollup_month_graph_breaks"):
+                  "rollup_month_recompiles", "rollup_month_compile_time", "rollup_month_graph_breaks",
+                  "rollup_frame_fingerprints"):
             con.execute(f"DROP TABLE {t}")
+        # and from before 018 (its backfill builds the compile-time rollups) and 020 (fingerprints)
+        con.execute("DROP TABLE later_compile_metrics")
+        for col in ("time_to_first_step_s", "first_step_source"):
+            con.execute(f"ALTER TABLE timing_summaries DROP COLUMN {col}")
+        con.execute("ALTER TABLE artifacts DROP COLUMN fp")
         con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql', "
                     "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql', "
-                    "'014_month_rollups.sql')")
+                    "'014_month_rollups.sql', '018_compile_total.sql', '020_frame_fingerprints.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 

@@ -114,8 +114,12 @@ def test_every_row_carries_its_metrics_declared_unit_and_direction(db):
         rows = con.execute("SELECT DISTINCT metric, unit, direction, source FROM run_metrics").fetchall()
     declared = {m.name: (m.unit, m.direction, m.source) for m in METRICS}
     assert {r[0]: r[1:] for r in rows} == {name: declared[name] for name, *_ in rows}
-    # all but the iteration period (these bundles predate it) come out of these five inputs
-    assert {r[0] for r in rows} == set(declared) - {"iteration_time"}
+    # all but the iteration period, the time to the first step and the host probe (these bundles
+    # predate them) come out of these five inputs (tests/collectors/test_compile_total.py makes a run
+    # with the first two), and CUDA-graph coverage, written only for runs that used CUDA graphs (none
+    # of these did; the reduce-overhead bundles are in tests/ingest/test_cudagraph_coverage.py)
+    coverage = {"cudagraph_graphs", "cudagraph_partitions", "cudagraph_rerecords", "cudagraph_replay_share"}
+    assert {r[0] for r in rows} == set(declared) - {"iteration_time", "time_to_first_step", "host_probe"} - coverage
 
 
 def test_one_refresh_for_all_equals_per_run_refreshes(db):
@@ -133,14 +137,25 @@ def test_a_store_from_before_is_backfilled_on_migration_and_by_reingest(tmp_path
     """Make a schema-1 store holding real runs, then open it with this version."""
     store = open_store(tmp_path / "cw.duckdb")
     assert ingest_paths(store, [H200_COLLECT, CPU_213]).ok
-    with store.write() as con:       # back to schema 1: drop what migrations 002 and 007 added
+    with store.write() as con:       # back to schema 1: drop what migrations 002, 007, 019 and 023 added
         for stmt in ("DROP TABLE run_metrics", "DROP TABLE timing_summaries", "DROP TABLE cudagraph_events",
+                     "DROP TABLE run_settings", "DROP TABLE host_probes",
+                     "DELETE FROM _migrations WHERE name = '019_run_settings.sql'",
                      "DELETE FROM _migrations WHERE name = '007_cudagraphs.sql'",
+                     "DELETE FROM _migrations WHERE name = '023_cudagraph_coverage.sql'",
                      "ALTER TABLE step_timings DROP COLUMN rank",
                      *(f"ALTER TABLE runs DROP COLUMN {c}" for c in ("device_kind", "world_size", "cpu_model", "hardware")),
                      "DELETE FROM _migrations WHERE name = '002_run_metrics.sql'",
+                     # and what 018 added (a schema-1 store predates it: its backfill writes the metrics)
+                     "DROP TABLE later_compile_metrics",
+                     *(f"ALTER TABLE {t} DROP COLUMN {c}" for t in ("rollup_compile_time", "rollup_day_compile_time",
+                                                                     "rollup_month_compile_time")
+                       for c in ("forward_s", "backward_s", "runtime_autotune_s")),
+                     "DELETE FROM _migrations WHERE name = '018_compile_total.sql'",
                      "UPDATE files SET parser_version = 1"):
             con.execute(stmt)
+        forward_only = con.execute("SELECT sum(entire_frame_compile_time_s) FROM compiles JOIN runs USING (run_id) "
+                                   "WHERE model = 'resnet50'").fetchone()[0]
     store = open_store(tmp_path / "cw.duckdb")
     with store.read() as con:
         hw = sorted(r[0] for r in con.execute("SELECT hardware FROM runs").fetchall())
@@ -149,11 +164,22 @@ def test_a_store_from_before_is_backfilled_on_migration_and_by_reingest(tmp_path
     assert hw == ["CPU ×1", "NVIDIA H200 ×1"]
     assert metrics["step_time"] >= 2 and metrics["graph_breaks"] == 2 and metrics["speedup"] == 1
     assert summaries == 0                       # the raw timings are re-read by reingest, not by SQL
+    # until reingest, a stored run's compile time counts its forward compiles alone
+    assert _compile_time(store, "resnet50") == pytest.approx(forward_only)
     assert reingest(store) > 0
     with store.read() as con:
         assert con.execute("SELECT count(*) FROM timing_summaries").fetchone()[0] == 2
         after = dict(con.execute("SELECT metric, count(*) FROM run_metrics GROUP BY metric").fetchall())
+        backward = con.execute("SELECT sum(backward_compile_time_s) FROM later_compile_metrics").fetchone()[0]
     assert after == metrics
+    # reingest parses the backward compile (the training job's bwd_compilation_metrics) into it
+    assert backward > 0 and _compile_time(store, "resnet50") > forward_only + backward * 0.999
+
+
+def _compile_time(store, model: str) -> float:
+    with store.read() as con:
+        return con.execute("SELECT value FROM run_metrics JOIN runs USING (run_id) WHERE model = ? "
+                           "AND metric = 'compile_time'", [model]).fetchone()[0]
 
 
 def test_world_size_of_a_two_rank_job_is_part_of_its_hardware(tmp_path):
@@ -166,8 +192,15 @@ def test_world_size_of_a_two_rank_job_is_part_of_its_hardware(tmp_path):
     assert ingest_paths(store, [bundle]).ok
     with store.read() as con:
         assert con.execute("SELECT hardware, world_size FROM runs").fetchall() == [("CPU ×2", 2)]
-        # compile time is the slowest rank's, not the two ranks added up
-        per_rank = con.execute("SELECT max(s), sum(s) FROM (SELECT sum(entire_frame_compile_time_s) AS s "
-                               "FROM compiles GROUP BY rank)").fetchone()
+        # compile time is the slowest rank's (forward + backward + runtime autotuning), not the two
+        # ranks added up
+        per_rank = con.execute("""
+            SELECT max(s), sum(s), min(bwd) FROM (
+                SELECT rank, sum(s) AS s, sum(bwd) AS bwd FROM (
+                    SELECT rank, entire_frame_compile_time_s AS s, 0 AS bwd FROM compiles
+                    UNION ALL SELECT rank, coalesce(backward_compile_time_s, 0) + coalesce(runtime_autotune_time_s, 0),
+                                     backward_compile_time_s FROM later_compile_metrics)
+                GROUP BY rank)""").fetchone()
+        assert per_rank[2] > 0            # each rank compiled a backward
         (value,) = con.execute("SELECT value FROM run_metrics WHERE metric = 'compile_time'").fetchone()
     assert value == pytest.approx(per_rank[0]) and value < per_rank[1]

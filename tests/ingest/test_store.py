@@ -198,7 +198,8 @@ def test_a_store_made_with_keys_on_runs_and_files_loses_them_and_keeps_its_rows(
 
     bundles = sorted((REPO / "sample_logs" / "cpu-torch2.13").glob("*.tar.gz"))[:3]
     every = migrations()
-    monkeypatch.setattr(embedded, "migrations", lambda: [m for m in every if m[0] < "017"])
+    # every migration but 017 itself: this version's refresh of derived facts reads tables later ones add
+    monkeypatch.setattr(embedded, "migrations", lambda: [m for m in every if not m[0].startswith("017")])
     db = tmp_path / "cw.duckdb"
     assert ingest_paths(open_store(db), bundles[:2]).ok
 

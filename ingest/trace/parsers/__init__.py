@@ -17,6 +17,7 @@ from compilewatch.ingest.trace.parsers import (
     dynamo_start,
     graph_break,
     interned_string,
+    later_compile_metrics,
     recompile_reasons,
     torch_version,
     vllm_config,
@@ -30,6 +31,8 @@ def default_parsers() -> tuple[Parser, ...]:
         Parser("interned_string", interned_string.parse, event="str"),
         Parser("dynamo_start", dynamo_start.parse, event="dynamo_start", finish=dynamo_start.finish),
         Parser("compilation_metrics", compilation_metrics.parse, event="compilation_metrics"),
+        # the backward compile and the first calls' runtime work of a compile id, one parser per record kind
+        *(Parser(k, later_compile_metrics.parse, event=k) for k in later_compile_metrics.EVENTS),
         Parser("graph_break", graph_break.parse, event="dynamo_graph_break_reason"),  # 2.4: its own envelope key
         Parser("graph_break_artifact", graph_break.parse, event="artifact", artifacts=("dynamo_graph_break_reason",)),
         Parser("recompile_reasons", recompile_reasons.parse, event="artifact", artifacts=("recompile_reasons",)),
@@ -43,7 +46,8 @@ def default_parsers() -> tuple[Parser, ...]:
         # per-compile-id artifacts: one parser per envelope kind, each storing its payload or value
         Parser("artifact", artifact_records.parse_artifact, event="artifact"),
         Parser("dynamo_start_stack", artifact_records.parse_stack, event="dynamo_start"),
-        *(Parser(k, artifact_records.parse_payload, event=k) for k in artifact_records.PAYLOAD_EVENTS),
+        *(Parser(k, artifact_records.parse_payload, event=k, prepare=artifact_records.payload_fingerprint)
+          for k in artifact_records.PAYLOAD_EVENTS),
         *(Parser(k, artifact_records.parse_value, event=k) for k in artifact_records.VALUE_EVENTS),
     )
 

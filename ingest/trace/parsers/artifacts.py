@@ -11,10 +11,16 @@ store as much space again. A gzipped file cannot be read at an offset: its paylo
 zlib-compressed in payload_z (base64 on its way through the staging NDJSON; the loader decodes BLOB
 columns). Value-only records are stored as their JSON value with interned file names resolved,
 since the file's string table is gone once the file has been read.
+
+A compile's graphs, guards and output code also get their fingerprint (``fp``: the normalised
+text's hash, ingest/formats/artifact_text.py), while their payload is at hand: what a run compiled
+is then compared per frame from the rollup of these (store/rollups.py, rollup_frame_fingerprints),
+never by reading payloads again.
 """
 from __future__ import annotations
 
 from compilewatch.ingest.formats import subgraphs
+from compilewatch.ingest.formats.artifact_text import PARTS, fingerprint
 from compilewatch.ingest.jsonfast import dumps_line
 
 # Envelope keys whose payload is the artifact (tlparse's SentinelFileParser list plus its named
@@ -40,6 +46,7 @@ VALUE_EVENTS = (
     # 2.10+: the backward compile's metrics, and runtime records (CUDA-graph recording, autotuning at
     # first call) that come after the compile; kept per compile id and shown with its artifacts
     "bwd_compilation_metrics", "compilation_metrics_runtime", "bwd_compilation_metrics_runtime",
+    "aot_autograd_backward_compilation_metrics",   # 2.3-2.4's name of the backward compile's record
 )
 
 _STACK_KEYS = ("stack", "user_stack")
@@ -71,20 +78,36 @@ def _row(env, ctx, kind: str, name, encoding: str, data: bytes) -> None:
     ctx.compressor.row("artifacts", _fields(env, ctx, kind, name, encoding, len(data)), "payload_z", data)
 
 
+def payload_fingerprint(env) -> str | None:
+    """The fingerprint of a graph's, guards' or output code's payload; None for any other payload.
+    Needs nothing but the envelope: a trace read in ranges has it made by the process that read
+    the record (ingest/trace_ranges.py), which then sends no payload bytes on."""
+    if env.name not in PARTS or env.payload_bytes is None:
+        return None
+    return fingerprint(env.name, env.payload_bytes.decode("utf-8", "replace"))
+
+
 def _payload_row(env, ctx, kind: str, name, encoding: str) -> None:
     """The envelope's payload as an artifact row: its place in the raw copy, or compressed here, or
     already by the process that read this part of the file (ingest/trace_ranges.py: the same bytes,
     compressed the same way)."""
+    fp = env.prepared if env.payload_bytes is None else payload_fingerprint(env)
     if ctx.raw_refs and env.raw_start is not None:
         size = len(env.payload_bytes) if env.payload_bytes is not None else env.payload_size
         row = _fields(env, ctx, kind, name, encoding, size)
         row["raw_offset"], row["raw_length"] = env.raw_start, env.raw_end - env.raw_start
-        ctx.compressor.compressed("artifacts", row, "payload_z", None)   # in order after the rows before it
     elif env.payload_z is not None:
-        ctx.compressor.compressed("artifacts", _fields(env, ctx, kind, name, encoding, env.payload_size), "payload_z",
-                                  env.payload_z)
+        row = _fields(env, ctx, kind, name, encoding, env.payload_size)
     else:
-        _row(env, ctx, kind, name, encoding, env.payload_bytes or b"")
+        row = _fields(env, ctx, kind, name, encoding, len(env.payload_bytes or b""))
+        if fp is not None:
+            row["fp"] = fp
+        ctx.compressor.row("artifacts", row, "payload_z", env.payload_bytes or b"")
+        return
+    if fp is not None:
+        row["fp"] = fp
+    # in order after the rows before it; None: the payload stays in the raw copy
+    ctx.compressor.compressed("artifacts", row, "payload_z", None if "raw_offset" in row else env.payload_z)
 
 
 def _name(env, key):

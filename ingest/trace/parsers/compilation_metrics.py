@@ -45,10 +45,11 @@ def _metrics_json(m: dict) -> str:
     return json.dumps(slim, default=repr)
 
 
-def _ids(env, m):
+def compile_ids(env, m) -> tuple:
+    """(compiled_autograd_id, frame_id, frame_compile_id, attempt) of a metrics record: the
+    envelope's, else the string compile_id inside the metrics (runtime and older records)."""
     ids = (env.compiled_autograd_id, env.frame_id, env.frame_compile_id, env.attempt)
     if env.frame_id is None and isinstance(m.get("compile_id"), str):
-        # runtime / older records carry only the string form inside the metrics
         mm = _COMPILE_ID.match(m["compile_id"])
         if mm:
             ids = tuple(None if g in (None, "-") else int(g) for g in mm.groups())
@@ -60,7 +61,7 @@ def parse(env, ctx) -> None:
     if not isinstance(m, dict):
         ctx.error(env.line_no, "json", "compilation_metrics value is not a JSON object", str(m)[:200])
         return
-    ca, frame_id, fci, attempt = _ids(env, m)
+    ca, frame_id, fci, attempt = compile_ids(env, m)
     compile_id = format_compile_id(ca, frame_id, fci, attempt)
     rank = env.rank
     restarts = _restart_reasons(m)

@@ -1,0 +1,111 @@
+"""A real team server for the push tests: `compilewatch dashboard` started as a user starts it, on a
+free port, over an embedded store of its own, with its inbox worker; push tokens made by the real
+`compilewatch token add`."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from browser_support import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(*args, env=None, cwd=None, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compilewatch", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=timeout)
+
+
+def client_env(tmp: Path) -> dict:
+    """A CI runner's environment: no store settings at all (no database, no data path)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COMPILEWATCH_")}
+    env["HOME"] = str(tmp)
+    return env
+
+
+class TeamServer:
+    def __init__(self, folder: Path, extra_env: dict | None = None, inbox_workers: int = 1, lake_spec: str | None = None):
+        self.folder = folder
+        self.db = lake_spec or folder / "store" / "cw.duckdb"
+        # where the store keeps inbox/ and tmp/: the database's folder, or a DuckLake store's data path
+        self.store_folder = folder / "lake-data" if lake_spec else self.db.parent
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "COMPILEWATCH_DB": str(self.db), "COMPILEWATCH_BOOTSTRAP": "0",
+                    "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **(extra_env or {})}
+        if lake_spec:
+            self.env["COMPILEWATCH_DATA_PATH"] = str(self.store_folder)
+        self.inbox_workers = inbox_workers
+        self.proc: subprocess.Popen | None = None
+        self.log = folder / "server.log"
+
+    def start(self, timeout: float = 90) -> "TeamServer":
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen([sys.executable, "-m", "compilewatch", "dashboard", "--port", str(self.port),
+                                      "--inbox-workers", str(self.inbox_workers)],
+                                     cwd=self.folder, env=self.env, stdout=self.log.open("ab"),
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                pass
+            assert self.proc.poll() is None and time.monotonic() < deadline, \
+                f"the dashboard did not start: {self.log.read_text()[-3000:]}"
+            time.sleep(0.3)
+
+    def token(self, name: str = "ci") -> str:
+        made = cli("token", "add", name, "--db", self.db, env=self.env)
+        assert made.returncode == 0, made.stderr
+        return made.stdout.splitlines()[1].strip()
+
+    def kill(self, sig=signal.SIGKILL) -> None:
+        """Every process of the server (the dashboard, its inbox workers) at once."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def request(self, method: str, path: str, body: bytes | None = None, token: str | None = None,
+                headers: dict | None = None) -> tuple[int, dict]:
+        h = dict(headers or {})
+        if token is not None:
+            h["Authorization"] = f"Bearer {token}"
+        req = urllib.request.Request(self.url + path, data=body, method=method, headers=h)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def runs(self) -> list[tuple[str, int, int]]:
+        """(run_id, files, distinct sha256) per stored run, read by a process of its own."""
+        code = ("import json, sys\nfrom compilewatch.store import open_store\n"
+                "with open_store(sys.argv[1]).read() as con:\n"
+                "    print(json.dumps(con.execute('SELECT run_id, count(*), count(DISTINCT sha256) FROM files "
+                "GROUP BY run_id ORDER BY 1').fetchall()))")
+        got = subprocess.run([sys.executable, "-c", code, str(self.db)], capture_output=True, text=True, env=self.env)
+        assert got.returncode == 0, got.stderr
+        return [tuple(r) for r in json.loads(got.stdout)]

@@ -11,6 +11,8 @@ compile diff, both sides' runs for the compile phases and the ranks. The parts:
 - ``cache_miss``: which part of the compile cache's key differed where the candidate missed;
 - ``ranks``: in a multi-rank job, the ranks that carry the change;
 - ``setting``: a recorded setting that differs between the sides;
+- ``cudagraphs``: for CUDA-graph verdicts, the coverage on both sides ("fell from 1 graph to 2
+  partitions plus a skip");
 - ``trade``: what moved the other way in the same runs (slower, but less memory).
 
 Each source degrades alone: a store without fingerprints, settings or cache keys gives the parts it
@@ -34,8 +36,8 @@ ORDER = {
     "compile_time": ("setting", "cache_miss", "compile_phase", "graphs", "ranks"),
     "time_to_first_step": ("setting", "cache_miss", "compile_phase", "graphs", "ranks"),
     "timing": ("setting", "graphs", "ranks"),
-    "count": ("ranks", "graphs", "setting"),
-    "key": ("ranks", "graphs"),
+    "count": ("cudagraphs", "ranks", "graphs", "setting"),
+    "key": ("cudagraphs", "ranks"),        # a new key's own evidence already says what and where
 }
 # compile phases as rollup_compile_time keeps them, with their names in words
 PHASES = (("tracing_s", "tracing"), ("aot_s", "AOT"), ("inductor_s", "Inductor"), ("autotune_s", "autotuning"),
@@ -171,7 +173,11 @@ def ranks_part(counts: pd.DataFrame, base_ids: list[str], cand_ids: list[str], v
 
 def trade_part(v: Verdict, improvements: list[Verdict]) -> CausePart | None:
     """What moved the other way in the same runs: slower, but less memory (or the reverse)."""
-    others = [i for i in improvements if not i.kind and i.metric != v.metric and i.change is not None
+    # a trade is time for memory or memory for time: a faster helper beside a slower step is not one
+    time_like = {"step_time", "iteration_time", "speedup", "latency"}
+    wanted = {"peak_memory", "compression_ratio"} if v.metric in time_like else (
+        time_like if v.metric in ("peak_memory", "compression_ratio") else set())
+    others = [i for i in improvements if not i.kind and i.metric in wanted and i.change is not None
               and not math.isinf(i.change)]
     if not others:
         return None
@@ -251,6 +257,8 @@ def _applies(p: CausePart, v: Verdict) -> bool:
         return v.metric in ("compile_time", "time_to_first_step")
     if p.kind == "setting":
         return not v.kind
+    if p.kind == "cudagraphs":
+        return v.metric.startswith("cudagraph") or v.kind == "new_cudagraph_skip"
     return True
 
 

@@ -76,7 +76,7 @@ def code_may_differ(g: Group) -> str | None:
     if not g.same_torch:
         return "the torch version differs between the sides"
     if g.settings:
-        return "a setting that changes speed differs between the sides"
+        return "a setting differs between the sides: " + "; ".join(c.sentence() for c in g.settings[:3])
     if g.graphs_changed:
         return g.graph_text or "the compiled graphs differ between the sides"
     if g.graphs_changed is None and any(
@@ -101,8 +101,10 @@ def probe_speed(g: Group) -> HostSpeed | None:
 def peer_speed(g: Group, groups: list[Group], factor: float) -> HostSpeed | None:
     """Other jobs of the same hardware, run on the same days on each side: more than half of them
     moved the same way as this job (their busiest timing, confirmed), so the machine did."""
+    # a peer whose own code may have changed says nothing about the machine
     peers = [p for p in groups if p.hardware == g.hardware and p.model != g.model
-             and p.baseline_days & g.baseline_days and p.candidate_days & g.candidate_days]
+             and p.baseline_days & g.baseline_days and p.candidate_days & g.candidate_days
+             and code_may_differ(p) is None]
     figures = [(p, busiest_timing(p.verdicts)) for p in peers]
     figures = [(p, v) for p, v in figures if v is not None]
     if not figures:

@@ -2,6 +2,7 @@
 hotspots and storms of the candidate, grouped by model and hardware (never across hardware)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -12,7 +13,8 @@ import pandas as pd
 
 from compilewatch.ingest.formats import cudagraphs as cudagraph_hints
 from compilewatch.ingest.formats.guard_text import full_path, split_guard
-from compilewatch.review import causes, cost, host
+from compilewatch.core.errors import CompileWatchError
+from compilewatch.review import cache_miss, causes, cost, cudagraph_coverage, evidence, graphs, host
 from compilewatch.review import series as S
 from compilewatch.review.baseline import Sides, Spec, Window, resolve_sides, spec_where, window_where
 from compilewatch.review.changepoints import ChangePoint, change_points
@@ -24,6 +26,7 @@ from compilewatch.review.regressions import (
     REGRESSION,
     SUSPICIOUS,
     UNCHANGED,
+    CausePart,
     Evidence,
     RunValue,
     Verdict,
@@ -338,8 +341,11 @@ def load_series(con, sides: Sides, since: timedelta, rules: Rules, models=(), ha
 VALUE_COLUMNS = ["run_id", "model", "hardware", "metric", "subject", "value", "spread", "n", "unit", "direction"]
 
 
-def judge(data: Series, rules: Rules, with_changepoints: bool = True) -> tuple[list[Verdict], list[ChangePoint], list[Note]]:
-    """Every verdict, change point and note for the loaded series; pure: no store, no I/O."""
+def judge(data: Series, rules: Rules, with_changepoints: bool = True,
+          facts=None) -> tuple[list[Verdict], list[ChangePoint], list[Note]]:
+    """Every verdict, change point and note for the loaded series. No I/O of its own: ``facts``
+    (a ``GroupFacts``) reads what the host rule needs (graphs, settings) only for the model x
+    hardware groups whose timings moved."""
     notes = list(data.notes)
     verdicts: list[Verdict] = []
     cps: list[ChangePoint] = []
@@ -398,20 +404,91 @@ def judge(data: Series, rules: Rules, with_changepoints: bool = True) -> tuple[l
             recs = [x for rid in b_ids + c_ids for x in key_recs.get(kind, {}).get(rid, [])]
             verdicts += judge_new_keys(kind, model, hw, b_ids, c_ids, recs, rules, describe)
         hosts.append(_host_group(model, hw, [v for v in verdicts if v.model == model and v.hardware == hw],
-                                 b_ids, c_ids, run_rec, probe, data))
+                                 b_ids, c_ids, run_rec, probe, facts))
     for g in hosts:
         host.judge_host(verdicts, g, hosts)
     _attach_runs(verdicts, groups, run_rec)
     return verdicts, cps, notes
 
 
-def _host_group(model, hw, verdicts, b_ids, c_ids, run_rec, probe, data: Series) -> host.Group:
-    """What the host rule reads of one model x hardware (review/host.py)."""
+def _host_group(model, hw, verdicts, b_ids, c_ids, run_rec, probe, facts) -> host.Group:
+    """What the host rule reads of one model x hardware (review/host.py): the graphs and the
+    settings are read only where a timing moved."""
     def days(ids):
         return frozenset(run_rec[r]["run_time"].date() for r in ids if run_rec[r]["run_time"] is not None)
     torch_b = {run_rec[r]["torch_version"] for r in b_ids}
     torch_c = {run_rec[r]["torch_version"] for r in c_ids}
-    return host.Group(model, hw, verdicts, days(b_ids), days(c_ids), torch_b == torch_c, probe=probe)
+    g = host.Group(model, hw, verdicts, days(b_ids), days(c_ids), torch_b == torch_c, probe=probe)
+    if facts is None or not any(v.metric in host.TIMINGS and v.status in host.MOVED for v in verdicts):
+        return g
+    cmp = facts.graphs(model, hw, b_ids, c_ids)
+    changed = None if cmp.same is None else cmp.same is False
+    text = ""
+    if changed:
+        names = ", ".join(f"{f.frame[0]} ({f.frame[1]}:{f.frame[2]})" for f in cmp.changed[:3])
+        text = f"the compiled graphs differ between the sides ({names})"
+    return dataclasses.replace(g, graphs_changed=changed, graph_text=text,
+                               settings=tuple(facts.settings(model, hw, b_ids, c_ids)))
+
+
+class GroupFacts:
+    """What the review reads of a model x hardware group beyond its metric values, once per group
+    and only when asked: whether the two sides compiled the same graphs (review/graphs.py), the
+    settings that differ (review/evidence.py), and the cause parts built on them (review/causes.py)."""
+
+    def __init__(self, con):
+        self.con = con
+        self._graphs: dict = {}
+        self._settings: dict = {}
+
+    def graphs(self, model, hw, b_ids, c_ids):
+        key = (model, hw, tuple(b_ids), tuple(c_ids))
+        if key not in self._graphs:
+            self._graphs[key] = graphs.compare_graphs(graphs.frame_fingerprints(self.con, list(b_ids) + list(c_ids)),
+                                                      b_ids, c_ids)
+        return self._graphs[key]
+
+    def settings(self, model, hw, b_ids, c_ids):
+        key = (model, hw, tuple(b_ids), tuple(c_ids))
+        if key not in self._settings:
+            frame = evidence.run_settings(self.con, list(b_ids) + list(c_ids))
+            self._settings[key] = evidence.settings_differ(b_ids, c_ids, frame) if len(frame) else []
+        return self._settings[key]
+
+    def cause_parts(self, model, hw, b_ids, c_ids, base_run, cand_run) -> list[CausePart]:
+        """The parts of a cause that come from outside the metric values (review/causes.py)."""
+        parts = []
+        changes = self.settings(model, hw, b_ids, c_ids)
+        if changes:
+            said = "; ".join(c.sentence() for c in changes[:3]) + (f" (+{len(changes) - 3} more)" if len(changes) > 3 else "")
+            parts.append(CausePart("setting", f"a setting differs: {said}",
+                                   {"settings": [{"name": c.name, "source": c.source, "baseline": list(c.baseline),
+                                                  "candidate": list(c.candidate)} for c in changes]}))
+        cmp = self.graphs(model, hw, b_ids, c_ids)
+        if cmp.same is False and cmp.changed and base_run and cand_run:
+            busiest = cmp.changed[0]
+            try:
+                text = graphs.describe_change(self.con, base_run, cand_run, busiest.frame).sentence
+            except CompileWatchError:
+                text = ""
+            if not text or text.endswith("no change"):
+                # the runs picked for the diff did not differ there (one rank, one side's other run):
+                # say which parts the fingerprints saw change
+                words = ", ".join(graphs.PART_WORDS.get(p, p) for p in busiest.parts)
+                text = f"{busiest.frame[0]} ({busiest.frame[1]}:{busiest.frame[2]}): {words} differ"
+            more = f" ({len(cmp.changed) - 1} more frame(s) changed)" if len(cmp.changed) > 1 else ""
+            parts.append(CausePart("graphs", f"the compiled graphs changed: {text}{more}",
+                                   {"co_name": busiest.frame[0], "co_file": busiest.frame[1],
+                                    "co_firstlineno": busiest.frame[2], "parts": list(busiest.parts),
+                                    "frames_changed": len(cmp.changed)}))
+        coverage = cudagraph_coverage.side_change(self.con, b_ids, c_ids)
+        if coverage:
+            parts.append(CausePart("cudagraphs", coverage, {}))
+        if base_run and cand_run:
+            why = cache_miss.cause(self.con, base_run, cand_run)
+            if why:
+                parts.append(CausePart("cache_miss", why, {"baseline_run": base_run, "candidate_run": cand_run}))
+        return parts
 
 
 def _not_compared(model: str, hw: str, baseline_hardware: list[str]) -> Note:
@@ -438,8 +515,9 @@ def review(con, baseline: Spec = Spec(), candidate: Spec = Spec(), since: timede
         sides = Sides(sides.baseline, sides.candidate, Window() if sides.baseline else windows[0],
                       Window() if sides.candidate else windows[1])
     data = load_series(con, sides, since, rules, models, hardware, run_ids, with_hotspots)
-    verdicts, cps, notes = judge(data, rules, with_changepoints)
-    verdicts = causes.attach(con, cost.attach(verdicts), cache_states(data.values))
+    facts = GroupFacts(con)
+    verdicts, cps, notes = judge(data, rules, with_changepoints, facts)
+    verdicts = causes.attach(con, cost.attach(verdicts), cache_states(data.values), facts.cause_parts)
     desc_b, desc_c = sides.describe()
     return Review(desc_b, desc_c, rules, data.base, data.cand, verdicts, cps, notes, data.values,
                   hotspots=_hotspots(data.keys, data.cand) if with_hotspots else pd.DataFrame(),
@@ -537,7 +615,6 @@ def _compile_time_verdicts(model, hw, metric, subject, b_vals, c_vals, rules, un
     behind the spread of the cold ones. Each state both sides have is its own series (subject
     "warm cache" / "cold cache"); without a shared state the runs are judged together and the
     cache rates go into the evidence (a rise that a colder cache explains is only suspicious)."""
-    import dataclasses
 
     def split(vals):
         out: dict[str, list] = {}
@@ -572,7 +649,6 @@ def _compile_time_verdicts(model, hw, metric, subject, b_vals, c_vals, rules, un
 
 def _with_cache(v: Verdict, hit_rate: dict[str, float], rules: Rules) -> Verdict:
     """Say whether the compile caches hit on each side; a rise explained by a cold cache is suspicious."""
-    import dataclasses
     hb = [hit_rate[r] for r in v.baseline.run_ids if r in hit_rate]
     hc = [hit_rate[r] for r in v.candidate.run_ids if r in hit_rate]
     if not hb and not hc:
@@ -593,7 +669,6 @@ def _with_cache(v: Verdict, hit_rate: dict[str, float], rules: Rules) -> Verdict
 
 
 def _with_command(v: Verdict) -> Verdict:
-    import dataclasses
     runs = v.candidate.runs if v.candidate else ()
     pick = [r for r in runs if r.run_id in v.flagged] or list(runs)
     if pick and pick[-1].command:
@@ -605,7 +680,6 @@ def _with_command(v: Verdict) -> Verdict:
 def _attach_runs(verdicts: list[Verdict], groups: dict, run_rec: dict) -> None:
     """Key verdicts carry their runs (value 1 where the key was seen) like value verdicts do, for the
     JSON, and the command that reproduces a run that had it."""
-    import dataclasses
 
     from compilewatch.review.regressions import Side
     for i, v in enumerate(verdicts):

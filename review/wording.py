@@ -62,7 +62,7 @@ def cause(v: Verdict) -> str | None:
 
 def cost(v: Verdict) -> str | None:
     """What the verdict costs per week in time, in words ("≈ 2.4 h a week"), where it can be told."""
-    if v.cost_s is None or v.cost_s != v.cost_s or v.cost_s <= 0:
+    if v.cost_s is None or v.cost_s != v.cost_s or v.cost_s < 1:
         return None
     return per_week(v.cost_s)
 

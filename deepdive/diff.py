@@ -1,15 +1,19 @@
-"""What the compiler did differently between two runs: their compile ids matched by frame, and for
-each matched pair the Dynamo graph's ops, the guards, the Inductor kernels and the compile time by
-phase; the compile ids that exist on one side only.
+"""What the compiler did differently between two runs: their subgraphs matched by name, their
+compile ids matched by frame, and for each matched pair the Dynamo graph's ops, the guards, the
+Inductor kernels and the compile time by phase; the subgraphs and compile ids on one side only.
 
+Subgraphs are matched first, by the name they have in every run (deepdive/subgraphs.py: a vLLM
+piece by its model, compile range and submodule, a regional subgraph by its name), and their
+artifacts compared by name: vLLM's pieces carry no compile id, and a region's compile id may differ.
 A compile id is matched by its frame (function, file name, first line) and its place among that
 frame's compiles (the frame's first compile with the other's first, a recompile with the
 recompile), so `0/0` of one run meets `0/0` of the other even when the ids were numbered
 differently. Artifacts are compared after normalising what changes from run to run without a
 change in the program: object ids and addresses, numbered generated names (`h_1`,
 `cpp_fused_relu_0`), paths in source comments (ingest/formats/artifact_text.py, the one place for
-it: the fingerprints stored at ingest are of the same normalised text). Listing a diff reads the graphs, guards and output
-code of the matched compile ids only; ``text_diff`` reads one artifact pair, when a reader asks.
+it: the fingerprints stored at ingest are of the same normalised text). Listing a diff reads the
+graphs, guards and output code of the matched compile ids and subgraphs only; ``text_diff`` reads
+one artifact pair, when a reader asks.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from compilewatch.core.errors import NotFoundError
+from compilewatch.deepdive import subgraphs
 from compilewatch.deepdive.artifacts import fetch, rows
 from compilewatch.ingest.formats.artifact_text import comparable, graph_ops, guard_set, kernels, normalise
 from compilewatch.store.compile_match import frame_of, match, pick_rank
@@ -31,6 +36,8 @@ PHASES = (("total_s", "total"), ("entire_frame_compile_time_s", "forward"),
           ("inductor_compile_time_s", "Inductor"), ("code_gen_time_s", "code generation"),
           ("autotune_time_s", "autotuning"), ("backward_s", "backward"), ("runtime_autotune_s", "runtime autotuning"))
 GRAPH_KINDS = ("dynamo_output_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph")
+
+
 @dataclass
 class Compile:
     compile_id: str
@@ -74,18 +81,49 @@ class PairDiff:
 
 
 @dataclass
+class SubgraphDiff:
+    key: tuple
+    label: str
+    baseline_ids: list[str]
+    candidate_ids: list[str]
+    artifacts_added: list[str]            # artifact names on the candidate's side only
+    artifacts_removed: list[str]
+    artifacts_changed: list[str]          # on both sides, normalised text differs
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.artifacts_added or self.artifacts_removed or self.artifacts_changed)
+
+    def to_json(self) -> dict:
+        return {"subgraph": self.label, "kind": self.key[0], "key": list(self.key), "changed": self.changed,
+                "baseline_compile_ids": self.baseline_ids, "candidate_compile_ids": self.candidate_ids,
+                "artifacts_added": self.artifacts_added, "artifacts_removed": self.artifacts_removed,
+                "artifacts_changed": self.artifacts_changed}
+
+
+@dataclass
 class RunDiff:
     baseline_run: str
     candidate_run: str
     pairs: list[PairDiff]
     only_baseline: list[Compile]
     only_candidate: list[Compile]
+    subgraphs: list[SubgraphDiff] = field(default_factory=list)
+    subgraphs_only_baseline: list[subgraphs.Subgraph] = field(default_factory=list)
+    subgraphs_only_candidate: list[subgraphs.Subgraph] = field(default_factory=list)
 
     def to_json(self) -> dict:
         def one(c: Compile) -> dict:
             return {"compile_id": c.compile_id, "function": c.frame[0], "file": c.frame[1], "line": c.frame[2],
                     "nth": c.nth, "compile_time_s": c.phases.get("total")}
+
+        def sub(s: subgraphs.Subgraph) -> dict:
+            return {"subgraph": s.label, "kind": s.kind, "key": list(s.key), "compile_ids": s.compile_ids,
+                    "artifacts": list(s.places())}
         return {"baseline_run": self.baseline_run, "candidate_run": self.candidate_run,
+                "subgraphs": [p.to_json() for p in self.subgraphs],
+                "subgraphs_only_baseline": [sub(s) for s in self.subgraphs_only_baseline],
+                "subgraphs_only_candidate": [sub(s) for s in self.subgraphs_only_candidate],
                 "pairs": [p.to_json() for p in self.pairs],
                 "only_baseline": [one(c) for c in self.only_baseline],
                 "only_candidate": [one(c) for c in self.only_candidate]}
@@ -160,10 +198,15 @@ def diff_runs(con, baseline_run: str, candidate_run: str, rank: int | None = Non
               frame: tuple[str, str, int | None] | None = None) -> RunDiff:
     """Match the two runs' compile ids by frame and order, and say what differs in each pair.
     `frame` (function, file name, first line of either side): that frame's pairs and one-sided
-    compile ids alone, the other frames' artifacts left unread."""
+    compile ids alone, the other frames' artifacts and the subgraphs left unread."""
     for rid in (baseline_run, candidate_run):
         if not rows(con, "SELECT 1 FROM runs WHERE run_id = ?", [rid]):
             raise NotFoundError(f"no run {rid} in the store", "list runs with `compilewatch stats` or the dashboard")
+    # a frame's diff leaves the subgraphs out: their artifacts are of other compile ids than the frame's
+    sub_a, sub_b = (([], []) if frame is not None else
+                    (subgraphs.collect(con, baseline_run, rank), subgraphs.collect(con, candidate_run, rank)))
+    sub_pairs = subgraphs.match(sub_a, sub_b)
+    sub_paired_a, sub_paired_b = {id(a) for a, _ in sub_pairs}, {id(b) for _, b in sub_pairs}
     a_list, b_list = _compiles(con, baseline_run, rank), _compiles(con, candidate_run, rank)
     matched = match(a_list, b_list)
     if frame is not None:
@@ -173,7 +216,19 @@ def diff_runs(con, baseline_run: str, candidate_run: str, rank: int | None = Non
         b_list = [c for c in b_list if c.frame == frame or any(c is b for _, b in matched)]
     paired_a, paired_b = {id(a) for a, _ in matched}, {id(b) for _, b in matched}
     return RunDiff(baseline_run, candidate_run, [_pair(con, baseline_run, candidate_run, a, b) for a, b in matched],
-                   [c for c in a_list if id(c) not in paired_a], [c for c in b_list if id(c) not in paired_b])
+                   [c for c in a_list if id(c) not in paired_a], [c for c in b_list if id(c) not in paired_b],
+                   [_subgraph_pair(con, baseline_run, candidate_run, a, b) for a, b in sub_pairs],
+                   [s for s in sub_a if id(s) not in sub_paired_a], [s for s in sub_b if id(s) not in sub_paired_b])
+
+
+def _subgraph_pair(con, base_run: str, cand_run: str, a: subgraphs.Subgraph, b: subgraphs.Subgraph) -> SubgraphDiff:
+    """One subgraph in both runs: which of its artifacts (by name, in order) are on one side only,
+    and which differ once normalised."""
+    pa, pb = a.places(), b.places()
+    changed = [k for k in pa if k in pb
+               and normalise(_text(con, base_run, pa[k])) != normalise(_text(con, cand_run, pb[k]))]
+    return SubgraphDiff(a.key, a.label, a.compile_ids, b.compile_ids, [k for k in pb if k not in pa],
+                        [k for k in pa if k not in pb], changed)
 
 
 def text_diff(con, baseline_run: str, candidate_run: str, baseline_id: str, candidate_id: str, kind: str,
@@ -194,6 +249,16 @@ def describe(d: RunDiff) -> str:
     """The diff as text for a terminal: per matched compile id what changed, then the one-sided ids."""
     out = [f"baseline run {d.baseline_run} vs candidate run {d.candidate_run}: {len(d.pairs)} matched compile id(s), "
            f"{len(d.only_baseline)} only in the baseline, {len(d.only_candidate)} only in the candidate"]
+    if d.subgraphs or d.subgraphs_only_baseline or d.subgraphs_only_candidate:
+        out.append(f"subgraphs matched by name: {len(d.subgraphs)}, {len(d.subgraphs_only_baseline)} only in the "
+                   f"baseline, {len(d.subgraphs_only_candidate)} only in the candidate")
+    for sd in d.subgraphs:
+        out.append(f"\n[subgraph {sd.label}]: " + ("changed" if sd.changed else "the same artifacts"))
+        out += [f"  + artifact {k}" for k in sd.artifacts_added] + [f"  - artifact {k}" for k in sd.artifacts_removed]
+        out += [f"  differs: {k}" for k in sd.artifacts_changed]
+    for side, items in (("only in the baseline", d.subgraphs_only_baseline),
+                        ("only in the candidate", d.subgraphs_only_candidate)):
+        out += [f"\n[subgraph {s.label}] {side}: {len(s.artifacts)} artifact(s)" for s in items]
     for p in d.pairs:
         fn, file, line = p.frame
         ids = p.baseline_id if p.baseline_id == p.candidate_id else f"{p.baseline_id} -> {p.candidate_id}"

@@ -1,11 +1,12 @@
-"""``compilewatch show RUN [COMPILE_ID] [--artifact NAME]`` as text: a run's compile ids and stack
-trie; one compile id's metrics, failures, restarts and artifact list; or one artifact's payload."""
+"""``compilewatch show RUN [COMPILE_ID] [--artifact NAME]`` as text: a run's compile ids, subgraphs
+and stack trie; one compile id's metrics, failures, restarts and artifact list (by subgraph); or one
+artifact's payload."""
 from __future__ import annotations
 
 import json
 
 from compilewatch.core.errors import NotFoundError
-from compilewatch.deepdive import artifacts, stack_trie
+from compilewatch.deepdive import artifacts, stack_trie, subgraphs
 from compilewatch.deepdive.compiles import attempts, compile_ids, later_times
 
 
@@ -35,6 +36,7 @@ def run_text(con, run_id: str) -> str:
                        f"{r['co_name'] or '?'} ({r['code'] or '?'}){flags}")
     else:
         out.append("no compiles recorded (a TORCH_TRACE carries them; TORCH_LOGS text does not)")
+    out += _subgraphs_text(con, run_id)
     trie = stack_trie.build(con, run_id)
     if trie.children or trie.marks:
         out += ["", "stack trie (user frames leading to each compile):", stack_trie.render(trie)]
@@ -44,6 +46,37 @@ def run_text(con, run_id: str) -> str:
                     f"compilewatch show {run_id} -"]
     out += ["", f"details of one compile id: compilewatch show {run_id} COMPILE_ID"]
     return "\n".join(out)
+
+
+def _subgraphs_text(con, run_id: str) -> list[str]:
+    """vLLM's pieces by compile range, its post-grad passes, and regional subgraphs by compile id, as
+    tlparse 0.4.8 groups them."""
+    found = subgraphs.collect(con, run_id)
+    out = []
+    groups = subgraphs.by_range(found)
+    if groups:
+        out += ["", "vLLM piecewise compile, by compile range (piece · artifacts · post-grad passes):"]
+        for rng, items in groups:
+            out.append(f"  {rng}: {len(items)} piece(s)")
+            for sg in items:
+                extra = " · CUDA-graph capture size" if sg.info["cudagraph_size"] else ""
+                total = sg.info["total_pieces"]
+                out.append(f"    {sg.info['submod_name']} (piece {sg.info['piecewise_index']}"
+                           f"{'' if total is None else f'; {total} piece compiles in all'}) · "
+                           f"{len(sg.artifacts)} artifact(s) · {len(sg.passes)} pass(es){extra} · line {sg.info['line_no']}")
+    passes = subgraphs.post_grad_passes(con, run_id)
+    if passes:
+        out += ["", "vLLM post-grad passes (log line · compile id · pass):"]
+        for p in passes:
+            what = f"#{p['pass_index']} {p['pass_name']}" if p["pass_index"] is not None else f"{p['pass_name']} patterns"
+            out.append(f"  {p['line_no']:>7}  {p['compile_id'] or '-':<8} {what}")
+    regions = [sg for sg in found if sg.kind == "region"]
+    if regions:
+        out += ["", "regional subgraphs (subgraph · compile ids · artifacts):"]
+        for sg in regions:
+            out.append(f"  {sg.label}  {', '.join(sg.compile_ids) or '-'}  "
+                       + ", ".join(subgraphs.artifact_label(a) for a in sg.artifacts))
+    return out
 
 
 def _cid(compile_id):
@@ -95,9 +128,15 @@ def compile_text(con, run_id: str, compile_id: str, rank: int | None = None) -> 
             out.append("  restarted because:")
             out += [f"    - {r}" for r in restarts]
     out += ["", "artifacts (log line · kind · size):"]
-    for a in arts:
-        out.append(f"  {a['line_no']:>7}  {artifacts.title(a['kind'], a['name'])}  [{a['kind']}]"
-                   f"  {_fmt_size(a['size_bytes'])}")
+    # those of a named subgraph under its name, after the compile's own (tlparse groups them so)
+    named = {(a["file_id"], a["line_no"]): a["subgraph_name"] for a in subgraphs.named_artifacts(con, run_id, compile_id)}
+    for sub in [None, *dict.fromkeys(n for n in named.values())]:
+        if sub is not None:
+            out.append(f"  subgraph {sub}:")
+        for a in arts:
+            if named.get((a["file_id"], a["line_no"])) == sub:
+                out.append(f"  {'  ' if sub else ''}{a['line_no']:>7}  {artifacts.title(a['kind'], a['name'])}"
+                           f"  [{a['kind']}]  {_fmt_size(a['size_bytes'])}")
     if not arts:
         out.append("  none in the log for this compile id")
     out += ["", f"print one: compilewatch show {run_id} {compile_id or '-'} --artifact KIND_OR_NAME"]

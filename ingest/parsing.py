@@ -110,16 +110,20 @@ _BLOCK = 1 << 20
 
 class FileSlice:
     """`n` bytes of a file from where it stands, as a stream the readers take (a range of a file
-    parsed by a process of its own: ingest/text_ranges.py, ingest/trace_ranges.py)."""
+    parsed by a process of its own: ingest/text_ranges.py, ingest/trace_ranges.py); `on_read` is
+    told the bytes read so far after each read."""
 
-    def __init__(self, f, n: int):
-        self.f, self.left = f, n
+    def __init__(self, f, n: int, on_read: Callable[[int], None] | None = None):
+        self.f, self.left, self.on_read, self.read_so_far = f, n, on_read, 0
 
     def read(self, size: int) -> bytes:
         if self.left <= 0:
             return b""
         data = self.f.read(min(size, self.left))
         self.left -= len(data)
+        if self.on_read is not None:   # the bytes of the slice read so far, for a progress bar
+            self.read_so_far += len(data)
+            self.on_read(self.read_so_far)
         return data
 
 
@@ -179,7 +183,7 @@ def parse_into(sink, unit: Unit, kind: str, sniffed: detect.Sniffed | None,
         # summarize's counts: see parse_in_ranges); any other sink is handed what staged ranges hold
         staging = sink if hasattr(sink, "part") else StagingSink(None)
         try:
-            parsed = parse_in_ranges(staging, unit.path, ranges)
+            parsed = parse_in_ranges(staging, unit.path, ranges, on_bytes)
             if parsed is not None and staging is not sink:
                 staging.replay(sink)
         finally:

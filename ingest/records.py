@@ -31,6 +31,7 @@ EVENT_TABLES = (
     "timing_summaries",
     "bench_results",
     "artifacts",
+    "piecewise_compiles",
     "run_settings",
     "host_probes",
 )

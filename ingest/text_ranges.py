@@ -30,12 +30,13 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from compilewatch.ingest import file_kind as detect
-from compilewatch.ingest.child_process import die_with_parent
+from compilewatch.ingest.child_process import read_counts, report_read, start_worker
 from compilewatch.ingest.parsing import FileSlice, Parsed, Tally
 from compilewatch.ingest.records import moved_line
 from compilewatch.ingest.text import TextContext, assembler, read_lines
@@ -44,6 +45,7 @@ from compilewatch.ingest.text.reader import BARE_KEY, MAX_RECORD_LINES, RECORD_S
 # A file smaller than two of these is parsed in one piece: a process costs more than it saves.
 MIN_RANGE_BYTES = 16 << 20
 SCAN_BYTES = 8 << 20   # how far past its place a cut is looked for (a line that starts a record)
+POLL_SECONDS = 0.2     # how often the other ranges' progress is read once this process's range is parsed
 
 
 class _MaybeContinued:
@@ -142,8 +144,9 @@ class Range:
     last_prefix: str | None = None
 
 
-def parse_range(path: Path, rng: Range, part) -> Range:
-    """Parse one range into `part`, a sink of its own (in a worker process, or this one)."""
+def parse_range(path: Path, rng: Range, part, on_read=None) -> Range:
+    """Parse one range into `part`, a sink of its own (in a worker process, or this one);
+    `on_read(n)` is told the range's bytes read so far."""
     sink = rng.sink = part
     tally = Tally(sink)
     ctx = TextContext(tally)
@@ -155,7 +158,7 @@ def parse_range(path: Path, rng: Range, part) -> Range:
     asm = assembler(ctx, cls=lambda *args: RangeAssembler(*args, mark))
     with open(path, "rb", buffering=0) as f:
         f.seek(rng.start)
-        rng.lines = read_lines(FileSlice(f, rng.end - rng.start), asm, 1) - 1
+        rng.lines = read_lines(FileSlice(f, rng.end - rng.start, on_read), asm, 1) - 1
     tally.meta("log_records", asm.records)
     rng.parsed = tally.checked(detect.TORCH_LOGS)
     rng.recompiles = ctx.recompile_no
@@ -289,7 +292,7 @@ def _merge(into: Parsed, part: Parsed) -> None:
     into.log_records += part.log_records
 
 
-def parse_in_ranges(sink, path: Path, workers: int) -> Parsed | None:
+def parse_in_ranges(sink, path: Path, workers: int, on_bytes=None) -> Parsed | None:
     """Parse the TORCH_LOGS text file at `path` into `sink` in up to `workers` ranges, each in a
     process of its own (the first in this one), and return what it gave; None, with nothing added
     to `sink`, when the file is too small to split or a cut cannot be put back: then parse it in
@@ -298,7 +301,11 @@ def parse_in_ranges(sink, path: Path, workers: int) -> Parsed | None:
     `sink` hands each range a sink of its own (``part()``: plain data, it crosses to the worker
     and back) that can say where it stands (``mark()``), and takes a stretch of a range's sink
     between two marks (``append``): ingest's StagingSink (staged batches and errors), summarize's
-    SummarySink (counts, and the errors it samples in the file's order)."""
+    SummarySink (counts, and the errors it samples in the file's order).
+
+    `on_bytes(n)` is told the bytes parsed so far, by every range together, while they are parsed:
+    each worker writes its range's count into memory shared with this process, which sums them at
+    each read of its own range and, once that is done, every POLL_SECONDS until the last is."""
     size = os.path.getsize(path)
     count = range_count(size, workers)
     if count < 2:
@@ -314,10 +321,21 @@ def parse_in_ranges(sink, path: Path, workers: int) -> Parsed | None:
         # shares); it only parses its range and writes its own files, nothing this process holds
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ProcessPoolExecutor(len(ranges) - 1, mp_context=ctx, initializer=die_with_parent,
-                                 initargs=(os.getpid(),)) as pool:
-            futures = [pool.submit(parse_range, path, rng, part) for rng, part in zip(ranges[1:], parts[1:])]
-            ranges = [parse_range(path, ranges[0], parts[0])] + [f.result() for f in futures]
+        counts = read_counts(ctx, len(ranges)) if on_bytes is not None else None
+
+        def own_read(n):
+            counts[0] = n
+            on_bytes(sum(counts))
+        with ProcessPoolExecutor(len(ranges) - 1, mp_context=ctx, initializer=start_worker,
+                                 initargs=(os.getpid(), counts)) as pool:
+            futures = [pool.submit(parse_range, path, rng, part, partial(report_read, i) if counts is not None else None)
+                       for i, rng, part in zip(itertools.count(1), ranges[1:], parts[1:])]
+            first = parse_range(path, ranges[0], parts[0], own_read if counts is not None else None)
+            waiting = set(futures)
+            while waiting and counts is not None:
+                waiting = wait(waiting, timeout=POLL_SECONDS).not_done
+                on_bytes(sum(counts))
+            ranges = [first] + [f.result() for f in futures]
     except Exception:   # a worker that could not start or died (out of memory): parse in one piece
         for part in parts:   # made here, so their staged rows are found whichever process wrote them
             part.cleanup()

@@ -164,8 +164,9 @@ def cut(path: Path, size: int, range_bytes: int | None = None, scan: int | None 
     return [Range(i, s, e) for i, (s, e) in enumerate(zip(starts, ends))]
 
 
-def _replay(parser: TraceParser, rng: Range, line_offset: int) -> None:
-    """A range's envelopes and errors, in its order, to the parser, at their lines in the file."""
+def _replay(parser: TraceParser, rng: Range, line_offset: int, on_bytes=None) -> None:
+    """A range's envelopes and errors, in its order, to the parser, at their lines in the file;
+    `on_bytes` told after each batch where in the file its last record ended."""
     sink_error, dispatch = parser.sink.error, parser.dispatch
     with open(rng.spool, "rb") as f:
         while True:
@@ -173,6 +174,7 @@ def _replay(parser: TraceParser, rng: Range, line_offset: int) -> None:
                 items = pickle.load(f)
             except EOFError:
                 break
+            env = None
             for item in items:
                 if type(item) is tuple:
                     line_no, kind, message, excerpt = item
@@ -183,6 +185,8 @@ def _replay(parser: TraceParser, rng: Range, line_offset: int) -> None:
                 env.payload_bytes, env.payload_ok, env.payload_z, env.payload_size = env_payload, ok, z, size
                 env.prepared, env.raw_start, env.raw_end = prepared, start, end
                 dispatch(env)
+            if on_bytes is not None and env is not None and env.raw_end is not None:
+                on_bytes(env.raw_end)   # a range is many batches: the bar moves within it
     rng.spool.unlink(missing_ok=True)
     parser.stats.add(rng.stats)
 
@@ -230,7 +234,7 @@ def parse_in_ranges(sink, path: Path, workers: int, spool_dir: Path | None = Non
                     done = None
                 if done is None:    # no worker read it: read it here
                     done = read_range(path, rng, spool_dir)
-                _replay(parser, done, line_offset)
+                _replay(parser, done, line_offset, on_bytes)
                 line_offset += done.lines
                 if on_bytes is not None:
                     on_bytes(done.end)

@@ -20,14 +20,15 @@ import itertools
 import multiprocessing
 import os
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, wait
 from concurrent.futures import TimeoutError as NotYet
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
 from compilewatch.ingest import file_kind as detect
 from compilewatch.ingest.archives import unpacked_size
-from compilewatch.ingest.child_process import die_with_parent
+from compilewatch.ingest.child_process import read_counts, report_read, start_worker
 from compilewatch.ingest.loader import Staged, commit_staged, parse_and_stage
 from compilewatch.ingest.results import FAILED, FileResult, unreadable
 from compilewatch.ingest.units import Packed, Unit, resolve_kind, unpack
@@ -35,6 +36,7 @@ from compilewatch.ingest.units import Packed, Unit, resolve_kind, unpack
 # How long the writer waits for the next parsed file while keeping the writer lock; past it, the
 # lock is let go for the rest of the wait (a large file is still being parsed).
 WAIT_HOLDING_S = 0.25
+POLL_SECONDS = 0.2     # how often the workers' progress on a file still parsing is read
 AHEAD_PER_WORKER = 2   # files parsed ahead of the writer per worker: enough to keep every core busy
 # An archive of more files than this (many bundles in one) is only unpacked by its worker: its
 # files are then parsed one per worker like any others, not all in the one that unpacked it.
@@ -69,10 +71,11 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _stage(unit: Unit | Packed, tmp_dir: Path, run_id: str | None):
+def _stage(unit: Unit | Packed, tmp_dir: Path, run_id: str | None, slot: int | None = None):
     """In a worker: one file parsed and copied, or why it could not be read; for an archive, its
     units and failures, and each of its files staged (None when it holds many: see
-    PARSED_WITH_ARCHIVE)."""
+    PARSED_WITH_ARCHIVE). A file given a `slot` reports its bytes parsed so far there
+    (child_process.report_read)."""
     if isinstance(unit, Packed):
         units, failures = unpack(unit, tmp_dir)
         staged = [_stage(u, tmp_dir, run_id) for u in units] if len(units) <= PARSED_WITH_ARCHIVE else None
@@ -81,7 +84,8 @@ def _stage(unit: Unit | Packed, tmp_dir: Path, run_id: str | None):
         kind, sniffed = resolve_kind(unit)
     except OSError as e:
         return FileResult(unit.name, detect.UNKNOWN, FAILED, message=unreadable(e))
-    return parse_and_stage(unit, kind, sniffed, tmp_dir, run_id=run_id)
+    return parse_and_stage(unit, kind, sniffed, tmp_dir, run_id=run_id,
+                           on_bytes=None if slot is None else partial(report_read, slot))
 
 
 def ingest_in_workers(store, units: list[Unit | Packed], sizes: list[int], tmp_dir: Path, workers: int, *,
@@ -97,27 +101,40 @@ def ingest_in_workers(store, units: list[Unit | Packed], sizes: list[int], tmp_d
     if not any(isinstance(u, Packed) for u in units):   # an archive may hold more files than there are units
         workers = min(workers, len(units))
     ahead = workers * AHEAD_PER_WORKER
-    # what is left to write, in order: [unit, its size, its parse's future once submitted]
-    line: deque = deque([unit, size, None] for unit, size in zip(units, sizes))
+    # what is left to write, in order: [unit, its size, its parse's future once submitted, the slot
+    # its worker reports its bytes parsed in (an archive's files, found later, have none)]
+    line: deque = deque([unit, size, None, i] for i, unit, size in zip(itertools.count(), units, sizes))
 
     def write(staged: Staged | FileResult) -> FileResult:
         return staged if isinstance(staged, FileResult) else commit_staged(store, staged, **options)
 
     # spawn, not fork: the writer may hold threads (a progress bar) and open connections
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+    counts = read_counts(ctx, len(units)) if progress else None
+
+    def parsed_so_far(current) -> int:
+        """The bytes of the files written, and of those the workers are parsing, as far as they are."""
+        return done + sum(min(counts[e[3]], e[1]) for e in itertools.chain([current], line)
+                          if e[2] is not None and e[3] is not None)
+
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=start_worker,
+                             initargs=(os.getpid(), counts)) as pool:
         try:
             while line:
                 for entry in itertools.islice(line, ahead + 1):   # the next file and those parsed ahead of it
                     if entry[2] is None:
-                        entry[2] = pool.submit(_stage, entry[0], tmp_dir, run_id)
-                unit, size, fut = line.popleft()
+                        slot = entry[3] if counts is not None and not isinstance(entry[0], Packed) else None
+                        entry[2] = pool.submit(_stage, entry[0], tmp_dir, run_id, slot)
+                current = line.popleft()
+                unit, size, fut, _ = current
                 if progress:
-                    progress(done, total, unit.name)
+                    progress(parsed_so_far(current), total, unit.name)
                 try:
                     staged = fut.result(timeout=WAIT_HOLDING_S)
                 except NotYet:
                     store.release_writes()   # readers should not wait for a parse (store.writes_held)
+                    while progress and not wait([fut], timeout=POLL_SECONDS).done:
+                        progress(parsed_so_far(current), total, unit.name)   # a large file moves the bar too
                     staged = fut.result()
                 done += size
                 if not isinstance(unit, Packed):
@@ -126,7 +143,7 @@ def ingest_in_workers(store, units: list[Unit | Packed], sizes: list[int], tmp_d
                 found, failed, parsed = staged
                 unpacked[unit] = (found, failed)
                 if parsed is None:   # many files: next in line, each parsed by whichever worker is free
-                    line.extendleft(reversed([[u, 0, None] for u in found]))
+                    line.extendleft(reversed([[u, 0, None, None] for u in found]))
                 else:
                     results.extend(write(s) for s in parsed)
         finally:

@@ -184,14 +184,27 @@ def runtime(con, f: Filters) -> pd.DataFrame:
 
 
 def compile_diff(con, f: Filters) -> pd.DataFrame:
-    """Two runs' compile ids matched by frame (deepdive/diff.py), one row each: what the compiler did
-    differently (ops, guards, kernels, compile time), and the ids on one side only. Reads the
+    """Two runs' subgraphs matched by name and compile ids matched by frame (deepdive/diff.py), one
+    row each: what the compiler did differently (a subgraph's artifacts; a compile id's ops, guards,
+    kernels, compile time), and those on one side only. Reads the
     matched compile ids' graphs, guards and output code: shown when a reader opens it."""
     from compilewatch.deepdive.diff import diff_runs
     if mode(f) != "runs":
         return pd.DataFrame()
     d = diff_runs(con, f.run_id, f.run_b)
     rows = []
+    # subgraphs first, paired by name (deepdive/subgraphs.py): what differs is named, not diffed here
+    for sd in d.subgraphs:
+        rows.append({"compile_id_a": ", ".join(sd.baseline_ids) or None, "compile_id_b": ", ".join(sd.candidate_ids) or None,
+                     "compiled_frame": f"subgraph {sd.label}", "what": "subgraph changed" if sd.changed else "same",
+                     "artifacts": "; ".join([f"+ {k}" for k in sd.artifacts_added] + [f"− {k}" for k in sd.artifacts_removed]
+                                                 + [f"≠ {k}" for k in sd.artifacts_changed])})
+    for side, items in (("only in A", d.subgraphs_only_baseline), ("only in B", d.subgraphs_only_candidate)):
+        for sg in items:
+            ids = ", ".join(sg.compile_ids) or None
+            rows.append({"compile_id_a": ids if side == "only in A" else None,
+                         "compile_id_b": ids if side == "only in B" else None,
+                         "compiled_frame": f"subgraph {sg.label}", "what": side})
     for p in d.pairs:
         t = p.phases.get("total", (None, None))
         rows.append({"compile_id_a": p.baseline_id, "compile_id_b": p.candidate_id,
@@ -209,8 +222,46 @@ def compile_diff(con, f: Filters) -> pd.DataFrame:
                          "compiled_frame": f"{c.frame[0]} ({c.frame[1]}:{c.frame[2]})", "what": side,
                          "compile_s_a": c.phases.get("total") if side == "only in A" else None,
                          "compile_s_b": c.phases.get("total") if side == "only in B" else None})
-    return pd.DataFrame(rows, columns=["compile_id_a", "compile_id_b", "compiled_frame", "what", "ops", "guards", "kernels",
-                                       "kernel_count", "compile_s_a", "compile_s_b", "graphs_changed"])
+    return pd.DataFrame(rows, columns=["compile_id_a", "compile_id_b", "compiled_frame", "what", "artifacts", "ops",
+                                       "guards", "kernels", "kernel_count", "compile_s_a", "compile_s_b", "graphs_changed"])
+
+
+def default_versions(con, f: Filters) -> pd.DataFrame:
+    """The pair of f.dimension's values the page opens on: the newest two that ran the same model on
+    the same hardware (a pair that ran on different hardware compares nothing), older as A. One row
+    (version_a, version_b, model, hardware), none when no model ran two values on one hardware."""
+    dim = f.dimension if f.dimension in DIMENSIONS else "torch_version"
+    cte, params = runs_cte(f.replace(torch_versions=()) if dim == "torch_version" else f,
+                           use_versions=dim != "torch_version")
+    sql = f"""
+    WITH {cte},
+    v AS (SELECT model, hardware, {dim} AS version, max(run_time) AS last_run FROM fr
+          WHERE {dim} IS NOT NULL AND model IS NOT NULL GROUP BY ALL),
+    ranked AS (SELECT *, row_number() OVER (PARTITION BY model, hardware ORDER BY last_run DESC, version DESC) AS n
+               FROM v)
+    SELECT a.version AS version_a, b.version AS version_b, b.model, b.hardware
+    FROM ranked b JOIN ranked a ON a.model = b.model AND a.hardware IS NOT DISTINCT FROM b.hardware AND a.n = 2
+    WHERE b.n = 1
+    ORDER BY a.last_run DESC, b.last_run DESC, b.model, b.hardware LIMIT 1
+    """
+    return df(con, sql, params)
+
+
+def default_runs(con, f: Filters) -> pd.DataFrame:
+    """The two runs the page opens on: the newest two of one model on one hardware, older as A. One
+    row (run_a, run_b), none when no model ran twice on one hardware."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte},
+    ranked AS (SELECT run_id, model, hardware, run_time,
+                      row_number() OVER (PARTITION BY model, hardware ORDER BY run_time DESC NULLS LAST, run_id DESC) AS n
+               FROM fr WHERE model IS NOT NULL)
+    SELECT a.run_id AS run_a, b.run_id AS run_b
+    FROM ranked b JOIN ranked a ON a.model = b.model AND a.hardware IS NOT DISTINCT FROM b.hardware AND a.n = 2
+    WHERE b.n = 1
+    ORDER BY a.run_time DESC NULLS LAST, b.run_time DESC NULLS LAST LIMIT 1
+    """
+    return df(con, sql, params)
 
 
 MISS_COLUMNS = ["compile_id_a", "compile_id_b", "compiled_frame", "cache", "graph", "outcome", "parts", "why",

@@ -233,3 +233,39 @@ def cache_misses_before(con, f: Filters) -> pd.DataFrame:
     from compilewatch.review.cache_miss import why_missed
     before = before_of(con, f.run_id)
     return misses_frame(why_missed(con, before, f.run_id)) if before else pd.DataFrame(columns=MISS_COLUMNS)
+
+
+def pieces(con, f: Filters) -> pd.DataFrame:
+    """vLLM's piecewise compile, grouped as tlparse 0.4.8 shows it (deepdive/subgraphs.py): per
+    compile range, each piece compiled for it with its artifacts and post-grad passes."""
+    from compilewatch.deepdive import subgraphs
+    out = []
+    for rng, items in subgraphs.by_range(subgraphs.collect(con, f.run_id)):
+        for sg in items:
+            out.append({"compile_range": rng, "piece": sg.info["submod_name"], "index": sg.info["piecewise_index"],
+                        "cudagraph_size": sg.info["cudagraph_size"], "artifacts": len(sg.artifacts),
+                        "passes": ", ".join(f"#{a['pass_index']} {a['pass_name']}" for a in sg.passes),
+                        "names": ", ".join(subgraphs.artifact_label(a) for a in sg.artifacts),
+                        "line_no": sg.info["line_no"]})
+    return pd.DataFrame(out, columns=["compile_range", "piece", "index", "cudagraph_size", "artifacts", "passes",
+                                      "names", "line_no"])
+
+
+def post_grad_passes(con, f: Filters) -> pd.DataFrame:
+    """vLLM's post-grad passes in log order: compile id, pass index and name, graph or patterns."""
+    from compilewatch.deepdive import subgraphs
+    d = pd.DataFrame(subgraphs.post_grad_passes(con, f.run_id),
+                     columns=["file_id", "line_no", "compile_id", "rank", "piece_line", "pass_index", "pass_name",
+                              "name", "size_bytes"])
+    d["record"] = ["graph after the pass" if pd.notna(i) else "patterns" for i in d["pass_index"]]
+    return d
+
+
+def regional_subgraphs(con, f: Filters) -> pd.DataFrame:
+    """Regional compilation's named subgraphs: name, compile ids, artifacts (tlparse groups a compile
+    id's artifacts by subgraph name)."""
+    from compilewatch.deepdive import subgraphs
+    rows = [{"subgraph_name": sg.label, "rank": sg.rank, "compile_ids": ", ".join(sg.compile_ids),
+             "artifacts": len(sg.artifacts), "names": ", ".join(subgraphs.artifact_label(a) for a in sg.artifacts)}
+            for sg in subgraphs.collect(con, f.run_id) if sg.kind == "region"]
+    return pd.DataFrame(rows, columns=["subgraph_name", "rank", "compile_ids", "artifacts", "names"])

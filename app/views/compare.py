@@ -8,6 +8,7 @@ from compilewatch.app.views import cache_misses
 
 f = ui.page("Compare", default_days=90)
 url = from_params(ui.url_params())
+pair_hardware = None   # the hardware of the version pair the page opens on
 names = {"torch_version": "Torch version", "label": "Label", "git_commit": "Git commit"}
 
 ui.page_state("cmp_mode", "Two runs" if (url.run_id and url.run_b) else None, "Two versions")
@@ -25,8 +26,12 @@ if mode == "Two runs":
         st.stop()
     labels = {} if runs is None else {r.run_id: f"{r.run_id} · {ui.dash(r.model)} · torch {ui.dash(r.torch_version)}"
                                       for r in runs.itertuples()}
-    ui.page_state("cmp_run_a", url.run_id, ids[1])
-    ui.page_state("cmp_run_b", url.run_b, ids[0])
+    # the newest two runs of one model on one hardware; two runs on different hardware compare nothing
+    pair = ui.load(compare.default_runs, f)
+    run_a, run_b = ((pair.iloc[0]["run_a"], pair.iloc[0]["run_b"]) if pair is not None and len(pair)
+                    and {pair.iloc[0]["run_a"], pair.iloc[0]["run_b"]} <= set(ids) else (ids[1], ids[0]))
+    ui.page_state("cmp_run_a", url.run_id, run_a)
+    ui.page_state("cmp_run_b", url.run_b, run_b)
     ca, cb = st.columns(2)
     a = ca.selectbox("Baseline run (A)", ids, key="cmp_run_a", format_func=lambda r: labels.get(r, r))
     b = cb.selectbox("Candidate run (B)", ids, key="cmp_run_b", format_func=lambda r: labels.get(r, r))
@@ -42,9 +47,16 @@ else:
                 icon=":material/info:")
         ui.set_url(f)
         st.stop()
-    ui.page_state("cmp_a", url.version_a, values[1])
-    ui.page_state("cmp_b", url.version_b, values[0])
-    for key, default in (("cmp_a", values[1]), ("cmp_b", values[0])):
+    # the newest two that ran one model on one hardware (two versions on different hardware compare
+    # nothing); the newest two values when no model ran two
+    pair = ui.load(compare.default_versions, f)
+    version_a, version_b = values[1], values[0]
+    if pair is not None and len(pair) and {pair.iloc[0]["version_a"], pair.iloc[0]["version_b"]} <= set(values):
+        version_a, version_b = pair.iloc[0]["version_a"], pair.iloc[0]["version_b"]
+        pair_hardware = pair.iloc[0]["hardware"]
+    ui.page_state("cmp_a", url.version_a, version_a)
+    ui.page_state("cmp_b", url.version_b, version_b)
+    for key, default in (("cmp_a", version_a), ("cmp_b", version_b)):
         if st.session_state[key] not in values:
             st.session_state[key] = default
     ca, cb = st.columns(2)
@@ -55,10 +67,33 @@ else:
 if a == b:
     st.warning("A and B are the same; pick two different ones.", icon=":material/warning:")
 
+page_filters = f   # what the address bar keeps: the hardware picked below is this page's own
+
+
+def _kinds(frame) -> dict[str, set]:
+    return {side: set(frame.loc[frame["side"] == side, "hardware"]) for side in ("A", "B")}
+
+
 hw = ui.load(compare.hardware, f)
 same_hardware = True
 if hw is not None and not hw.empty:
-    kinds = {side: set(hw.loc[hw["side"] == side, "hardware"]) for side in ("A", "B")}
+    kinds = _kinds(hw)
+    shared = sorted(kinds["A"] & kinds["B"])
+    one_kind = kinds["A"] == kinds["B"] and len(kinds["A"]) == 1
+    if compare.mode(f) == "versions" and not f.hardware and shared and not one_kind:
+        # two versions whose runs span several kinds of hardware compare on one both ran on, unless the
+        # reader asks for every kind (each figure then per hardware, no delta across two)
+        every = "every kind (no delta across two)"
+        preferred = pair_hardware if pair_hardware in shared else shared[0]
+        ui.page_state("cmp_hw", None, preferred)
+        if st.session_state["cmp_hw"] not in shared + [every]:
+            st.session_state["cmp_hw"] = preferred
+        on = st.selectbox("On hardware", shared + [every], key="cmp_hw",
+                          help="Both sides ran on these. Figures that depend on the hardware compare on one kind.")
+        if on != every:
+            f = f.replace(hardware=(on,))
+            hw = ui.load(compare.hardware, f)
+            kinds = _kinds(hw)
     same_hardware = kinds["A"] == kinds["B"] and len(kinds["A"]) == 1
     if not same_hardware:
         st.warning(f"A ran on {', '.join(sorted(kinds['A'])) or '–'}, B on {', '.join(sorted(kinds['B'])) or '–'}. "
@@ -147,14 +182,16 @@ if compare.mode(f) == "runs":
     cache_misses.table(ui.load(compare.cache_misses, f), "cmp_cache_misses",
                        "No cache lookup of B missed where A's hit.", "A", "B")
     st.subheader("What the compiler did differently")
-    st.caption("Compile ids matched by frame and compile order: the ops, guards and Inductor kernels that "
-               "appear or disappear, and the compile time. `compilewatch diff RUN_A RUN_B` prints the same.")
+    st.caption("Subgraphs (vLLM's pieces, regional subgraphs) matched by name, then compile ids matched by frame "
+               "and compile order: the ops, guards and Inductor kernels that appear or disappear, and the compile "
+               "time. `compilewatch diff RUN_A RUN_B` prints the same.")
     # The graphs, guards and output code are read only when asked for: they can be megabytes.
     # a verdict's Compare link names the frame its cause points at: open on that frame's diff
     if st.toggle("Compare the compiled graphs, guards and kernels", key="cmp_diff_open", value=bool(f.frame)):
         d = ui.load(compare.compile_diff, f)
         if d is not None:
             ui.table(d.drop(columns=["graphs_changed"]), key="cmp_compile_diff", empty="Neither run has compile ids.",
+                     artifacts=ui.text_col("Subgraph's artifacts ±", "medium"),
                      compile_id_a=ui.text_col("Id A", "small"), compile_id_b=ui.text_col("Id B", "small"),
                      compiled_frame=ui.text_col("Frame", "medium"), what=ui.text_col("", "small"),
                      ops=ui.text_col("Ops ±", "medium"), guards=ui.text_col("Guards ±", "large"),
@@ -173,4 +210,4 @@ if compare.mode(f) == "runs":
                                         changed.at[pick, "compile_id_b"], kind)
                 st.code(text or "(the same after normalising ids and generated names)", language="diff")
 
-ui.set_url(f)
+ui.set_url(page_filters)

@@ -71,7 +71,7 @@ if diverging is not None and not diverging.empty:
     st.warning("**Ranks diverge** on " + ", ".join(dict.fromkeys(diverging["aspect"])) + ": see the Ranks tab.",
                icon=":material/call_split:")
 tabs = st.tabs(["Compiles", "Compile phases", "Graph breaks", "Recompiles", "Step times", "Benchmark",
-                "Ingest errors", "Raw files", "Ranks", "Stack trie", "CUDA graphs & caches"])
+                "Ingest errors", "Raw files", "Ranks", "Stack trie", "CUDA graphs & caches", "Subgraphs"])
 with tabs[0]:
     compiles = ui.load(run_detail.compiles, f)
     ui.table(compiles, key="rd_compiles", empty="No compiles recorded for this run.",
@@ -264,5 +264,26 @@ with tabs[10]:
                  cache=ui.text_col("Cache layer", "small"), graph=ui.text_col("Graph", "small"),
                  outcome=ui.text_col("Outcome", "small"), cache_key=ui.text_col("Key", "medium"),
                  bypass_reason=ui.text_col("Bypass reason", "large"), components=ui.count_col("Key components"))
+with tabs[11]:
+    st.markdown("**vLLM piecewise compile**: the pieces of the split graph, by compile range")
+    ui.table(ui.load(run_detail.pieces, f), key="rd_pieces",
+             empty="No vLLM piecewise compile in this run's trace.",
+             compile_range=ui.text_col("Compile range", "small"), piece=ui.text_col("Piece", "small"),
+             index=ui.count_col("Index"), cudagraph_size=st.column_config.CheckboxColumn("CUDA-graph size"),
+             artifacts=ui.count_col("Artifacts"), passes=ui.text_col("Post-grad passes", "medium"),
+             names=ui.text_col("Artifacts logged", "large"), line_no=ui.num_col("Log line", "%d"))
+    passes = ui.load(run_detail.post_grad_passes, f)
+    if passes is not None and not passes.empty:
+        st.markdown("**vLLM post-grad passes**, in the order they ran")
+        ui.table(passes, key="rd_passes", hide=("file_id", "piece_line", "name"),
+                 line_no=ui.num_col("Log line", "%d"), compile_id=ui.text_col("Compile id", "small"),
+                 rank=ui.count_col("Rank"), pass_index=ui.count_col("#"), pass_name=ui.text_col("Pass", "medium"),
+                 size_bytes=ui.count_col("Size (bytes)"), record=ui.text_col("Record", "medium"))
+    st.markdown("**Regional compilation**: subgraphs named on their records")
+    ui.table(ui.load(run_detail.regional_subgraphs, f), key="rd_regions",
+             empty="No named subgraphs in this run's trace.",
+             subgraph_name=ui.text_col("Subgraph", "medium"), rank=ui.count_col("Rank"),
+             compile_ids=ui.text_col("Compile ids", "small"), artifacts=ui.count_col("Artifacts"),
+             names=ui.text_col("Artifacts logged", "large"))
 
 ui.set_url(f)

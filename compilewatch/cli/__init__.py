@@ -699,7 +699,7 @@ def cmd_compile_time(args) -> int:
                   "break-even steps"]))
 
 
-@command("show", "a run's compile ids and stack trie; one compile id's metrics, failures and artifacts",
+@command("show", "a run's compile ids, subgraphs and stack trie; one compile id's metrics, failures and artifacts",
          arg("run", help="run id"),
          arg("compile_id", nargs="?",
              help="compile id as tlparse prints it without brackets, e.g. 0/1 or !0/1/0; '-' for records without one"),
@@ -714,10 +714,10 @@ def cmd_show(args) -> int:
     with open_store(args.db).read() as con:
         if args.artifact:
             text = show.artifact_text(con, args.run, args.compile_id, args.artifact, rank=args.rank)
-        elif args.compile_id:
-            text = show.compile_text(con, args.run, args.compile_id, rank=args.rank)
+        elif args.compile_id:   # listings name what the log named (subgraphs, artifacts): shown safely
+            text = safe_block(show.compile_text(con, args.run, args.compile_id, rank=args.rank))
         else:
-            text = show.run_text(con, args.run)
+            text = safe_block(show.run_text(con, args.run))
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
@@ -730,7 +730,7 @@ def cmd_show(args) -> int:
          arg("--show", metavar="KIND", help="also print the unified diff of this artifact for each changed pair: "
                                              "dynamo_output_graph, aot_forward_graph, aot_backward_graph, "
                                              "inductor_output_code"),
-         arg("--json", action="store_true", help="one JSON object: pairs, only_baseline, only_candidate, "
+         arg("--json", action="store_true", help="one JSON object: subgraphs, pairs, only_baseline, only_candidate, "
                                                  "cache_misses, cache_summary"),
          db_arg())
 def cmd_diff(args) -> int:

@@ -35,6 +35,11 @@ class TraceContext:
         # chromium "B" events waiting for their "E": (pid, tid, name, compile_id) -> [(ts, line_no)]
         self.open_spans: dict[tuple, list] = {}
         self.open_span_count = 0
+        # vLLM's piecewise backend (ingest/formats/subgraphs.py): the line of the compile start whose
+        # piece the records after it belong to, and which compiled model (compilation config) it is of
+        self.piece_line: int | None = None
+        self.vllm_configs = 0
+        self.vllm_model = 0
         # (rank, cache) -> (line_no, {component name: hash}) of the file's latest lookup of that cache
         # with key components: the next keeps only what differs from it (parsers/cache_events.py)
         self.cache_key_bases: dict[tuple, tuple[int, dict[str, str]]] = {}

@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 TRACE = REPO / "tests" / "fixtures" / "trace" / "graph_break_recompile.log.gz"
 TEXTS = sorted((REPO / "tests" / "fixtures" / "text").glob("torch2.13_*.log"))
 BUNDLES = sorted((REPO / "sample_logs" / "cpu-torch2.13").glob("*.tar.gz"))[:3]
+SUBGRAPHS = sorted((REPO / "tests" / "fixtures" / "trace" / "tlparse").glob("*.log"))   # vLLM pieces, regions
 TIMESTAMPS = {"ingested_at", "applied_at"}
 # filled with any_value(...) in app/queries: which member of a group is shown depends on storage order
 ARBITRARY_PICKS = {"example", "example_stack", "raw", "user_stack", "reason", "location", "file", "line",
@@ -96,7 +97,7 @@ def _page_queries():
 
 
 def test_same_inputs_same_tables_and_pages(lake_store, tmp_path):
-    inputs = [TRACE, *TEXTS, *BUNDLES]
+    inputs = [TRACE, *TEXTS, *BUNDLES, *SUBGRAPHS]
     embedded = open_store(tmp_path / "emb" / "cw.duckdb")
     for store in (embedded, lake_store):
         report = ingest_paths(store, inputs)
@@ -109,6 +110,7 @@ def test_same_inputs_same_tables_and_pages(lake_store, tmp_path):
             assert len(a) == len(b), t
             pd.testing.assert_frame_equal(a, b, check_dtype=False, obj=t)
         assert emb.execute("SELECT count(*) FROM graph_breaks").fetchall()[0][0] > 0
+        assert emb.execute("SELECT count(*) FROM piecewise_compiles").fetchall()[0][0] > 0
         run = emb.execute("SELECT run_id FROM runs ORDER BY run_id LIMIT 1").fetchall()[0][0]
         queries = _page_queries()
         assert len(queries) > 20

@@ -30,6 +30,8 @@ INPUTS = {
     "review_breaks_folder": "tests/fixtures/review/breaks",
     "ranks_diverge": "tests/fixtures/ranks/ddp_diverge.tar.gz",
     "trace_graph_break_recompile": "tests/fixtures/trace/graph_break_recompile.log.gz",
+    # tlparse's vLLM and regional-compilation samples: pieces, post-grad passes, named subgraphs
+    "trace_tlparse_subgraphs": "tests/fixtures/trace/tlparse",
     "text_folder": "tests/fixtures/text",
     "not_a_log": "tests/fixtures/text/README.md",
 }

@@ -20,7 +20,10 @@ from compilewatch.ingest.trace.parsers import (
     later_compile_metrics,
     recompile_reasons,
     torch_version,
+    vllm_config,
+    vllm_piecewise,
 )
+from compilewatch.ingest.formats import subgraphs
 
 
 def default_parsers() -> tuple[Parser, ...]:
@@ -36,6 +39,10 @@ def default_parsers() -> tuple[Parser, ...]:
         Parser("cache_events", cache_events.parse, event="artifact", artifacts=tuple(cache_events.ARTIFACTS)),
         Parser("chromium_event", chromium_event.parse, event="chromium_event", prepare=chromium_event.prepare),
         Parser("torch_version", torch_version.parse, event="artifact", artifacts=("torch_version",)),
+        # vLLM's piecewise backend: a model's config, then one compile start per piece and range; the
+        # records after a start are its piece's (ingest/formats/subgraphs.py)
+        Parser("vllm_config", vllm_config.parse, event="artifact", artifacts=(subgraphs.CONFIG,)),
+        Parser("vllm_piecewise", vllm_piecewise.parse, event="artifact", artifacts=(subgraphs.COMPILE_START,)),
         # per-compile-id artifacts: one parser per envelope kind, each storing its payload or value
         Parser("artifact", artifact_records.parse_artifact, event="artifact"),
         Parser("dynamo_start_stack", artifact_records.parse_stack, event="dynamo_start"),

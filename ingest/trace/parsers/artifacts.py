@@ -19,6 +19,7 @@ never by reading payloads again.
 """
 from __future__ import annotations
 
+from compilewatch.ingest.formats import subgraphs
 from compilewatch.ingest.formats.artifact_text import PARTS, fingerprint
 from compilewatch.ingest.jsonfast import dumps_line
 
@@ -51,14 +52,30 @@ VALUE_EVENTS = (
 _STACK_KEYS = ("stack", "user_stack")
 
 
-def _fields(env, kind: str, name, encoding: str, size: int) -> dict:
-    return {"line_no": env.line_no, "compile_id": env.compile_id, "rank": env.rank, "kind": kind, "name": name,
-            "encoding": encoding, "size_bytes": size}
+def _fields(env, ctx, kind: str, name, encoding: str, size: int) -> dict:
+    row = {"line_no": env.line_no, "compile_id": env.compile_id, "rank": env.rank, "kind": kind, "name": name,
+           "encoding": encoding, "size_bytes": size}
+    # which subgraph it is of (ingest/formats/subgraphs.py): a regional one named on the envelope, or
+    # the vLLM piece whose compile start came last; and a vLLM post-grad pass's place and name
+    sub = env.data.get(subgraphs.SUBGRAPH_NAME_KEY)
+    if isinstance(sub, str) and sub:
+        row["subgraph_name"] = sub
+    if ctx.piece_line is not None:
+        row["piece_line"] = ctx.piece_line
+    if kind == "graph_dump":
+        step = subgraphs.post_grad_pass(name)
+        if step is not None:
+            row["pass_index"], row["pass_name"] = step
+        else:
+            pattern = subgraphs.pattern_pass(name)
+            if pattern is not None:
+                row["pass_name"] = pattern
+    return row
 
 
 def _row(env, ctx, kind: str, name, encoding: str, data: bytes) -> None:
     # compressed beside the parser (trace/compressor.py); the row reaches the sink in order
-    ctx.compressor.row("artifacts", _fields(env, kind, name, encoding, len(data)), "payload_z", data)
+    ctx.compressor.row("artifacts", _fields(env, ctx, kind, name, encoding, len(data)), "payload_z", data)
 
 
 def payload_fingerprint(env) -> str | None:
@@ -77,12 +94,12 @@ def _payload_row(env, ctx, kind: str, name, encoding: str) -> None:
     fp = env.prepared if env.payload_bytes is None else payload_fingerprint(env)
     if ctx.raw_refs and env.raw_start is not None:
         size = len(env.payload_bytes) if env.payload_bytes is not None else env.payload_size
-        row = _fields(env, kind, name, encoding, size)
+        row = _fields(env, ctx, kind, name, encoding, size)
         row["raw_offset"], row["raw_length"] = env.raw_start, env.raw_end - env.raw_start
     elif env.payload_z is not None:
-        row = _fields(env, kind, name, encoding, env.payload_size)
+        row = _fields(env, ctx, kind, name, encoding, env.payload_size)
     else:
-        row = _fields(env, kind, name, encoding, len(env.payload_bytes or b""))
+        row = _fields(env, ctx, kind, name, encoding, len(env.payload_bytes or b""))
         if fp is not None:
             row["fp"] = fp
         ctx.compressor.row("artifacts", row, "payload_z", env.payload_bytes or b"")

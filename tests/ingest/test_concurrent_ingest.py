@@ -60,9 +60,12 @@ def test_readers_get_in_while_a_folder_ingest_keeps_its_writer(tmp_path):
                      "from compilewatch.cli import main; sys.exit(main())")
     folders = [REPO / "sample_logs" / name for name in ("cpu-torch2.13", "cpu-torch2.13-versions", "cpu-torch2.14.1")]
     EmbeddedStore.open(db)   # created before the race: only the ingest's writes are timed
+    # its output goes to a file: the table of ~110 files outgrows a pipe's buffer, and a pipe read
+    # only at the end would stop the ingest mid-table
+    log = open(tmp_path / "ingest.log", "w+")
     proc = subprocess.Popen([sys.executable, "-c", run_with_hold, str(hold), "ingest", "--quiet", "--workers", "1",
-                             "--db", str(db), *map(str, folders)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                             "--db", str(db), *map(str, folders)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                            text=True)
     store = EmbeddedStore(db)
     seen, waits = [], []
     try:
@@ -74,10 +77,13 @@ def test_readers_get_in_while_a_folder_ingest_keeps_its_writer(tmp_path):
                 # the writer refreshes the runs it marked before it lets go (store/derived.py)
                 assert con.execute("SELECT count(*) FROM stale_runs").fetchall()[0][0] == 0
             time.sleep(0.05)
-        out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
+        log.seek(0)
+        err = log.read()
+        log.close()
     assert proc.returncode == 0, err
     with store.read() as con:
         total = con.execute("SELECT count(*) FROM files").fetchall()[0][0]

@@ -123,6 +123,15 @@ def test_a_settings_change_with_identical_graphs_is_a_regression_not_the_machine
     r = _review(cases_db, "label=v1,model=vjob", "label=v2-one-thread,model=vjob")
     # the graphs are the same: no break, recompile or key moved
     assert not [v.summary for v in r.verdicts if v.status in LOUD and (v.kind or v.metric in ("graph_breaks", "recompiles"))]
+    # Two threads against one divide the arithmetic only on a machine with two cores to spare: a busy
+    # one (another suite beside this one) makes the two-thread runs spin and scatter (126 to 1,384 ms
+    # seen) while the one-thread runs stay put. Then the runs say nothing about the setting either way.
+    with open_store(cases_db).read() as con:
+        v1 = [x for (x,) in con.execute("""SELECT m.value FROM run_metrics m JOIN runs r USING (run_id)
+                                           WHERE r.model = 'vjob' AND r.label = 'v1'
+                                           AND m.metric = 'iteration_time'""").fetchall()]
+    if len(v1) < 3 or max(v1) > 1.5 * min(v1):
+        pytest.skip(f"the machine was too busy to time two threads: v1's iterations {sorted(v1)} ms")
     moved = _timing_moves(r, "vjob")
     assert any(v.status == REGRESSION for v in moved), [v.summary for v in r.verdicts if v.status != "unchanged"]
     for v in moved:

@@ -337,9 +337,10 @@ def cmd_inbox(args) -> int:
     if args.watch:
         from compilewatch.core.signals import stop_on_signals
 
-        print(f"watching {store.inbox_dir} every {args.interval:g} s (Ctrl-C or SIGTERM stops)", flush=True)
         with stop_on_signals() as stop:
             try:
+                # said once the handlers are in: a signal sent on reading this line is handled, never the default's
+                print(f"watching {store.inbox_dir} every {args.interval:g} s (Ctrl-C or SIGTERM stops)", flush=True)
                 watch(store, args.interval, show, stop=stop.event)
             except KeyboardInterrupt:   # mid-entry: its ingest rolled back, the entry back in the inbox
                 pass

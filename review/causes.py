@@ -26,7 +26,7 @@ import math
 import pandas as pd
 
 from compilewatch.review import series as S
-from compilewatch.review.metrics import fmt
+from compilewatch.review.metrics import COMPILE_METRICS, fmt
 from compilewatch.review.metrics import metric as metric_of
 from compilewatch.review.regressions import IMPROVEMENT, WORSE, Cause, CausePart, Verdict
 from compilewatch.store.compile_time import per_compile
@@ -227,7 +227,7 @@ def attach(con, verdicts: list[Verdict], cache_states: dict[str, str], extra=Non
             RANK_METRIC.get(v.kind or v.metric) for v in group) else pd.DataFrame()
         for v in group:
             parts = [p for p in group_parts if _applies(p, v)]
-            if v.metric in ("compile_time", "time_to_first_step") and v.baseline and v.candidate:
+            if v.metric in COMPILE_METRICS and v.baseline and v.candidate:
                 b_ids, c_ids = v.baseline.run_ids, v.candidate.run_ids
                 states = tuple(_states(ids, cache_states) for ids in (b_ids, c_ids))
                 p = compile_phase_part(con, b_ids, c_ids, states)
@@ -254,7 +254,7 @@ def attach(con, verdicts: list[Verdict], cache_states: dict[str, str], extra=Non
 def _applies(p: CausePart, v: Verdict) -> bool:
     """A group-wide part (graphs, a setting, a cache key) speaks for the verdicts it can explain."""
     if p.kind == "cache_miss":
-        return v.metric in ("compile_time", "time_to_first_step")
+        return v.metric in COMPILE_METRICS
     if p.kind == "setting":
         return not v.kind
     if p.kind == "cudagraphs":

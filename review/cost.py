@@ -15,9 +15,10 @@ import dataclasses
 import statistics
 from datetime import datetime
 
+from compilewatch.review.metrics import COMPILE_METRICS
 from compilewatch.review.regressions import REGRESSION, SUSPICIOUS, Verdict
 
-PER_RUN_S = {"compile_time": 1.0, "time_to_first_step": 1.0}        # value unit s, once per run
+PER_RUN_S = {m: 1.0 for m in COMPILE_METRICS}                      # value unit s, once per run
 PER_STEP_S = {"step_time": 1e-3, "iteration_time": 1e-3}            # value unit ms, once per step
 WEEK_S = 7 * 86400
 

@@ -46,6 +46,11 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("cudagraph_replay_share", "Compiled calls replayed from a CUDA graph", "ratio", "higher", "info"),
 )}
 
+# Compile-bound timings: paid once per run (not per step) and judged apart per compile-cache state,
+# since a cold compile costs several times a warm one.
+COMPILE_METRICS = ("compile_time", "time_to_first_step")
+
+
 def metric(name: str) -> Metric:
     """The catalogue entry; a metric the catalogue does not know (a newer store) is a lower-is-better
     timing, shown but judged only by the generic ratio rule."""

@@ -19,7 +19,7 @@ from compilewatch.review import series as S
 from compilewatch.review.baseline import Sides, Spec, Window, resolve_sides, spec_where, window_where
 from compilewatch.review.changepoints import ChangePoint, change_points
 from compilewatch.review.hints import LIMIT_HINT, guard_hint
-from compilewatch.review.metrics import METRICS
+from compilewatch.review.metrics import COMPILE_METRICS, METRICS
 from compilewatch.review.regressions import (
     IMPROVEMENT,
     INSUFFICIENT,
@@ -392,7 +392,7 @@ def judge(data: Series, rules: Rules, with_changepoints: bool = True,
                 # evidence about the machine for the host rule, never a verdict of its own
                 probe = judge_values(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction)
                 continue
-            if metric in CACHE_STATE_METRICS:
+            if metric in COMPILE_METRICS:
                 found = _compile_time_verdicts(model, hw, metric, subject, b_vals, c_vals, rules, unit, direction,
                                                hit_rate)
             else:
@@ -588,10 +588,6 @@ def previous_version(runs: pd.DataFrame, min_runs: int) -> tuple[pd.DataFrame, p
                            for v in reversed(rest))
         text += f"; versions not compared here: {others}"
     return b_runs, c_runs, text
-
-
-# judged apart per compile-cache state: a cold compile costs several times a warm one
-CACHE_STATE_METRICS = ("compile_time", "time_to_first_step")
 
 
 def cache_states(values: pd.DataFrame) -> dict[str, str]:

@@ -132,7 +132,7 @@ def cmd_ingest(args) -> int:
                               workers=args.workers or default_workers())
     rows = [[f.name, f.kind, f.status, ", ".join(f"{k}={v}" for k, v in sorted(f.records.items())) or "-",
              f.errors, f.message] for f in report.files]
-    console().print(table(["file", "kind", "status", "records", "errors", "note"], rows, wrap=("file", "note")))
+    print(render(table(["file", "kind", "status", "records", "errors", "note"], rows, wrap=("file", "records", "note"))))
     skipped = f"{report.count('skipped')} skipped (not logs), " if report.count("skipped") else ""
     print(f"\n{report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
           f"{skipped}{report.count('failed')} failed, {report.errors} unparsable line(s) kept in ingest_errors "

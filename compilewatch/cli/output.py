@@ -46,8 +46,9 @@ def table(headers: list[str], rows: list[list], *, wrap: tuple[str, ...] = ()) -
     from rich.text import Text
     t = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
     for h in headers:
+        # a folded column keeps room for a path's last parts; the others take what they need
         t.add_column(h, overflow="fold" if h in wrap else "ellipsis", no_wrap=h not in wrap,
-                     max_width=80 if h in wrap else None)
+                     max_width=80 if h in wrap else None, min_width=24 if h in wrap else None)
     for r in rows:
         t.add_row(*(Text(safe(v)) for v in r))
     return t
@@ -58,7 +59,8 @@ def render(t: Table) -> str:
     from rich.console import Console
     c = Console(width=console().width, highlight=False, soft_wrap=False, record=True, file=_Discard())
     c.print(t)
-    return c.export_text().rstrip("\n")
+    # rich pads each line to the table's width: in a CI log or a pipe that is trailing blanks by the KB
+    return "\n".join(line.rstrip() for line in c.export_text().rstrip("\n").splitlines())
 
 
 class _Discard:

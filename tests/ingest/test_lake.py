@@ -96,19 +96,26 @@ def _page_queries():
     return out
 
 
-def test_same_inputs_same_tables_and_pages(lake_store, tmp_path):
-    inputs = [TRACE, *TEXTS, *BUNDLES, *SUBGRAPHS]
-    embedded = open_store(tmp_path / "emb" / "cw.duckdb")
-    for store in (embedded, lake_store):
+def same_tables_as_embedded(lake, inputs, folder: Path):
+    """Ingest `inputs` into `lake` and into a new embedded store under `folder`: every table holds
+    the same rows in both. Returns the embedded store."""
+    embedded = open_store(folder / "emb" / "cw.duckdb")
+    for store in (embedded, lake):
         report = ingest_paths(store, inputs)
         assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
-    from compilewatch.app.filters import Filters
-    with embedded.read() as emb, lake_store.read() as lake:
-        assert tables(lake) == tables(emb)
+    with embedded.read() as emb, lake.read() as con:
+        assert tables(con) == tables(emb)
         for t in tables(emb):
-            a, b = snapshot(emb, t), snapshot(lake, t)
+            a, b = snapshot(emb, t), snapshot(con, t)
             assert len(a) == len(b), t
             pd.testing.assert_frame_equal(a, b, check_dtype=False, obj=t)
+    return embedded
+
+
+def test_same_inputs_same_tables_and_pages(lake_store, tmp_path):
+    embedded = same_tables_as_embedded(lake_store, [TRACE, *TEXTS, *BUNDLES, *SUBGRAPHS], tmp_path)
+    from compilewatch.app.filters import Filters
+    with embedded.read() as emb, lake_store.read() as lake:
         assert emb.execute("SELECT count(*) FROM graph_breaks").fetchall()[0][0] > 0
         assert emb.execute("SELECT count(*) FROM piecewise_compiles").fetchall()[0][0] > 0
         run = emb.execute("SELECT run_id FROM runs ORDER BY run_id LIMIT 1").fetchall()[0][0]

@@ -300,7 +300,7 @@ def duckdb_secret_sql(loc: S3Prefix) -> str:
     def lit(s) -> str:
         return "'" + str(s).replace("'", "''") + "'"
 
-    parts = [f"TYPE s3", f"KEY_ID {lit(c['key_id'])}", f"SECRET {lit(c['secret'])}", f"REGION {lit(c['region'])}",
+    parts = ["TYPE s3", f"KEY_ID {lit(c['key_id'])}", f"SECRET {lit(c['secret'])}", f"REGION {lit(c['region'])}",
              "URL_STYLE 'path'", f"SCOPE {lit(S3_SCHEME + loc.bucket)}"]
     if c["session_token"]:
         parts.append(f"SESSION_TOKEN {lit(c['session_token'])}")

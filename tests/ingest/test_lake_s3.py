@@ -66,6 +66,16 @@ def test_ingest_and_read_with_the_data_on_s3(lake_store_s3, s3_server, tmp_path)
     assert set(_objects(s3_server, data_path, "raw")) == set(raw)
     _assert_rows_match_files(store)
 
+    # reingest reads each raw copy back from the bucket and writes the same rows again
+    from compilewatch.ingest.file_kind import UNKNOWN
+    from compilewatch.ingest.reingest import reingest
+    with store.read() as con:
+        before = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in ("files", "graph_breaks", "artifacts")}
+        parsed = con.execute("SELECT count(*) FROM files WHERE kind <> ?", [UNKNOWN]).fetchall()[0][0]
+    assert parsed and reingest(store, all_files=True) == parsed
+    with store.read() as con:
+        assert {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in before} == before
+
 
 def _client(server):
     import boto3
@@ -198,3 +208,29 @@ def test_bad_credentials_bucket_or_endpoint_is_a_clear_error(lake_spec, s3_serve
         monkeypatch.setenv(k, v)
     with open_store(lake_spec, s3_data_path).read() as con:   # nothing was created by the refused opens
         assert con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 0
+
+
+def test_credentials_from_a_duckdb_secret(lake_spec, s3_server, s3_data_path, tmp_path):
+    """With no AWS credentials, a persistent DuckDB secret for the bucket serves both DuckDB and the
+    raw copies; without either, the command says what to set."""
+    import duckdb
+
+    from compilewatch.store.lake import extension_path
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(HOME=str(home), AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=str(home / "none"),
+               AWS_SHARED_CREDENTIALS_FILE=str(home / "none"))
+    args = [sys.executable, "-m", "compilewatch", "ingest", "--db", lake_spec, "--data-path", s3_data_path, str(TRACE)]
+    r = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0 and "no S3 credentials" in r.stderr and "DuckDB secret" in r.stderr, r.stderr
+    con = duckdb.connect(config={"secret_directory": str(home / ".duckdb" / "stored_secrets")})
+    con.execute(f"LOAD '{extension_path('duckdb_extension_httpfs', 'httpfs')}'")
+    con.execute(f"CREATE PERSISTENT SECRET cw_test (TYPE s3, KEY_ID '{s3_server.key}', SECRET '{s3_server.secret}', "
+                f"ENDPOINT '127.0.0.1:{s3_server.port}', USE_SSL false, URL_STYLE 'path', REGION 'us-east-1', "
+                "SCOPE 's3://cw')")
+    con.close()
+    r = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    with open_store(lake_spec, s3_data_path).read() as con:
+        stored = con.execute("SELECT stored_path FROM files").fetchall()
+    assert len(stored) == 1 and set(_objects(s3_server, s3_data_path, "raw")) == {stored[0][0]}

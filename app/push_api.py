@@ -127,11 +127,12 @@ async def push(request: Request) -> JSONResponse:
         raise
     push_id = sha.hexdigest()[:32]
     name = ENTRY.format(push_id)
-    state = queue.entry_state(store.inbox_dir, name)
-    if state == queue.SETTLED and not (queue.read_receipt(store.inbox_dir, name) or {}).get("ok", True):
+    inbox = queue.for_store(store)   # a folder, or a prefix of the store's object storage
+    state = inbox.entry_state(name)
+    if state == queue.SETTLED and not (inbox.read_receipt(name) or {}).get("ok", True):
         # the same bytes as a push that failed: taken again, since what failed may have been the
         # server (a full disk, a store that was down); a file that cannot be read fails again
-        queue.clear_receipt(store.inbox_dir, name)
+        inbox.clear_receipt(name)
         state = None
     if state is None:
         try:
@@ -145,7 +146,7 @@ async def push(request: Request) -> JSONResponse:
         if not files:
             staged.unlink(missing_ok=True)
             return _refuse(422, "the push holds no file", "push bundles, bundle folders or log files")
-        queued = queue.enqueue(store.inbox_dir, staged, name)
+        queued = inbox.enqueue(staged, name)
     else:
         staged.unlink(missing_ok=True)
         queued = False
@@ -171,9 +172,10 @@ def _status(request: Request, store, push_id: str) -> dict:
     """A push's state and, once ingested, its receipt: the runs it holds (each with a link to its
     Run detail page), its duplicates and its failures."""
     name = ENTRY.format(push_id)
-    state = queue.entry_state(store.inbox_dir, name)
+    inbox = queue.for_store(store)
+    state = inbox.entry_state(name)
     body = {"push": push_id, "state": state, "url": f"{_base(request)}/api/push/{push_id}"}
-    receipt = queue.read_receipt(store.inbox_dir, name) if state == queue.SETTLED else None
+    receipt = inbox.read_receipt(name) if state == queue.SETTLED else None
     if receipt is None:
         return body
     # names as the pusher gave them, not under the inbox entry the push was unpacked from

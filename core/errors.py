@@ -71,6 +71,14 @@ class SchemaNewerError(StoreError):
     hint = "upgrade compilewatch on this host (pip install -U compilewatch) to the version that wrote the store"
 
 
+class ObjectStoreError(StoreError):
+    """The store's S3 data path (s3://bucket/prefix) cannot be reached, read or written: no or wrong
+    credentials, no such bucket, an endpoint that does not answer."""
+
+    hint = ("check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL and AWS_REGION "
+            "(or AWS_PROFILE) and the bucket in --data-path")
+
+
 class StrictModeError(CompileWatchError):
     """--strict was given and some lines could not be parsed."""
 

@@ -38,7 +38,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "data_path", "COMPILEWATCH_DATA_PATH", "",
         "With a DuckLake db (ducklake:postgres:<libpq connection string>): the folder, shared by every "
-        "host, that holds the store's Parquet data, raw/ and inbox/. Unused for a database file.",
+        "host, or the object-storage prefix s3://BUCKET/PREFIX (credentials from the AWS_* variables), "
+        "that holds the store's Parquet data, raw/ and inbox/. Unused for a database file.",
         option="--data-path",
     ),
     Setting(

@@ -11,9 +11,9 @@ import json
 import zlib
 from dataclasses import dataclass
 
-from compilewatch.core.errors import NotFoundError
+from compilewatch.core.errors import NotFoundError, StoreError
 from compilewatch.ingest.trace.envelope import read_one
-from compilewatch.store.files import folder_of
+from compilewatch.store.files import location_of
 
 # What a reader calls each kind, in the order tlparse lists a compile's outputs.
 TITLES = {
@@ -139,7 +139,7 @@ def fetch(con, run_id: str, file_id: int, line_no: int) -> Artifact:
                                 "list the run's artifacts with `compilewatch show RUN COMPILE_ID`")
         *meta, blob, offset, length, stored_path = rows[0]
         if blob is None and offset is not None:
-            data = _from_raw(folder_of(cur), stored_path, offset, length, line_no)
+            data = _from_raw(location_of(cur), stored_path, offset, length, line_no)
         else:
             data = zlib.decompress(blob)
     finally:
@@ -147,17 +147,16 @@ def fetch(con, run_id: str, file_id: int, line_no: int) -> Artifact:
     return Artifact(*meta, text=data.decode("utf-8", "replace"))
 
 
-def _from_raw(folder, stored_path: str | None, offset: int, length: int, line_no: int) -> bytes:
-    """An artifact's payload, read again out of its file's raw copy at the record's place."""
+def _from_raw(location, stored_path: str | None, offset: int, length: int, line_no: int) -> bytes:
+    """An artifact's payload, read again out of its file's raw copy at the record's place (a ranged
+    read where the copy lies on S3)."""
     if not stored_path:
         raise NotFoundError(f"the file of the artifact at line {line_no} has no raw copy recorded",
                             "ingest the file again to store its raw copy")
-    path = folder / stored_path
+    path = location.uri(stored_path)
     try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read(length)
-    except OSError as e:
+        data = location.read_bytes(stored_path, offset, length)
+    except (OSError, StoreError) as e:
         raise NotFoundError(f"the raw copy of this artifact's file ({path}) cannot be read: "
                             f"{getattr(e, 'strerror', None) or e}",
                             "the store keeps every file's raw copy under raw/: restore it from a backup") from None

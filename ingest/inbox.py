@@ -36,31 +36,31 @@ def receipt(report: IngestReport) -> dict:
 def process_once(store, stop: threading.Event | None = None) -> list[tuple[str, IngestReport]]:
     """One pass: put dead workers' claims back, then claim and ingest each waiting entry, until
     `stop` is set. Returns (entry name, its IngestReport) per entry this worker took."""
-    inbox = store.inbox_dir
-    claims.recover(inbox)
+    inbox = claims.for_store(store)   # a folder or an object store's prefix: the same steps
+    inbox.recover()
     results = []
     try:
-        for entry in pending(inbox):
+        for entry in inbox.pending(bundle_mod.is_bundle_dir):
             if stop is not None and stop.is_set():
                 break
-            claimed = claims.claim(inbox, entry)
+            claimed = inbox.claim(entry)
             if claimed is None:
                 continue  # another worker took it
             try:
                 report = ingest_paths(store, [claimed], source="inbox")
                 reasons = [f"{f.name}: {f.message}" for f in report.files if f.status == "failed"]
             except KeyboardInterrupt:
-                claims.unclaim(inbox, claimed)   # told to stop: the entry waits for the next worker
+                inbox.unclaim(claimed)   # told to stop: the entry waits for the next worker
                 raise
             except Exception as e:  # the watcher must outlive any one entry; the entry says why it failed
                 report = IngestReport([FileResult(entry.name, "unknown", "failed", message=f"{type(e).__name__}: {e}")])
                 reasons = [f"{entry.name}: {type(e).__name__}: {e}"]
             # the receipt before the entry leaves the claim folder: whoever asks sees one or the other
-            claims.write_receipt(inbox, entry.name, receipt(report))
-            claims.settle(inbox, claimed, None if report.ok else reasons)
+            inbox.write_receipt(entry.name, receipt(report))
+            inbox.settle(claimed, None if report.ok else reasons)
             results.append((entry.name, report))
     finally:
-        claims.release(inbox)
+        inbox.release()
     return results
 
 

@@ -263,7 +263,7 @@ def commit_staged(store, st: Staged, *, model=None, label=None, torch_version=No
             result.message = f"--strict: {parsed.errors} line(s) could not be parsed; nothing stored"
             return result
         row = FileRow(run_id=st.run_id, sha256=st.sha, size_bytes=st.size, kind=kind, original_name=unit.name,
-                      stored_path=publish_raw(store.folder, st.sha, st.staged),
+                      stored_path=publish_raw(store.location, st.sha, st.staged),
                       status="ok" if result.status == STORED else result.status,
                       records=result.total_records, errors=result.errors, bundled=unit.manifest is not None)
         run = run_fields(unit.manifest, model=model, label=label,

@@ -16,6 +16,9 @@ from compilewatch.ingest.units import Unit, counts_events
 
 
 def reingest(store, all_files: bool = False) -> int:
+    """Parse again the stored files whose parser is older than this one (all of them with
+    all_files), each from its raw copy. Returns how many were parsed again: a file whose raw copy is
+    gone is left as it is."""
     with store.read() as con:
         kinds_by_run: dict[str, set[str]] = defaultdict(set)
         for run_id, kind in con.execute("SELECT DISTINCT run_id, kind FROM files").fetchall():
@@ -26,23 +29,29 @@ def reingest(store, all_files: bool = False) -> int:
             [detect.UNKNOWN, all_files, PARSER_VERSION]).fetchall()
     # one writer connection from file to file, as a folder ingest keeps it (loader.HOLD_PARSE_BYTES):
     # opening DuckDB and the checkpoint as it closes cost more than a small file's parse
+    done = 0
     with store.writes_held():
         for file_id, run_id, kind, name, stored, sha, size in files:
-            path = Path(store.folder / stored)
-            if not path.exists():
-                continue
-            if size >= HOLD_PARSE_BYTES:
-                store.release_writes()   # readers should not wait for a large file's parse
-            run_kinds = kinds_by_run[run_id]
-            bundle_kinds = run_kinds if detect.MANIFEST in run_kinds else None
-            unit = Unit(path, name, events=counts_events(kind, bundle_kinds))
-            sink = StagingSink(store.tmp_dir)
-            try:
-                parsed = parse_into(sink, unit, kind, detect.sniff(path), raw_refs=True)   # path is the raw copy
-                store_file(store, sink, FileRow(run_id=run_id, sha256=sha, size_bytes=size, kind=kind,
-                                                original_name=name, stored_path=stored,
-                                                status="partial" if parsed.errors else "ok",
-                                                records=parsed.rows, errors=parsed.errors, file_id=file_id))
-            finally:
-                sink.cleanup()
-    return len(files)
+            # the raw copy, in the store's folder or fetched from its bucket (store/objects.py)
+            with store.location.local_file(stored, store.tmp_dir) as path:
+                if path is not None:
+                    _reparse(store, path, file_id, run_id, kind, name, stored, sha, size, kinds_by_run)
+                    done += 1
+    return done
+
+
+def _reparse(store, path: Path, file_id, run_id, kind, name, stored, sha, size, kinds_by_run) -> None:
+    if size >= HOLD_PARSE_BYTES:
+        store.release_writes()   # readers should not wait for a large file's parse
+    run_kinds = kinds_by_run[run_id]
+    bundle_kinds = run_kinds if detect.MANIFEST in run_kinds else None
+    unit = Unit(path, name, events=counts_events(kind, bundle_kinds))
+    sink = StagingSink(store.tmp_dir)
+    try:
+        parsed = parse_into(sink, unit, kind, detect.sniff(path), raw_refs=True)   # path is the raw copy
+        store_file(store, sink, FileRow(run_id=run_id, sha256=sha, size_bytes=size, kind=kind,
+                                        original_name=name, stored_path=stored,
+                                        status="partial" if parsed.errors else "ok",
+                                        records=parsed.rows, errors=parsed.errors, file_id=file_id))
+    finally:
+        sink.cleanup()

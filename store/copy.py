@@ -3,8 +3,6 @@ back — verified by counting every table on both sides. Raw files go along (con
 ones the destination has already are not copied again)."""
 from __future__ import annotations
 
-import shutil
-
 from compilewatch.core.errors import StoreError
 from compilewatch.store.stats import SYSTEM_TABLES, column_names, row_counts, table_names
 
@@ -49,18 +47,13 @@ def copy_store(src, dst) -> dict:
 
 
 def _copy_raw(src, dst) -> int:
+    """Each raw copy of src that dst lacks, through dst's scratch folder: a folder or an S3 prefix
+    on either side (store/objects.py), published whole, so a reader never finds half a raw file."""
     n = 0
-    if not src.raw_dir.is_dir():
-        return 0
-    for f in src.raw_dir.rglob("*"):
-        if not f.is_file():
+    for e in src.location.entries("raw"):
+        if dst.location.exists(e.rel):
             continue
-        target = dst.raw_dir / f.relative_to(src.raw_dir)
-        if target.exists():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dst.tmp_dir / f"copy-{f.name}"
-        shutil.copyfile(f, tmp)
-        tmp.replace(target)  # atomic: a reader never finds half a raw file
-        n += 1
+        tmp = dst.tmp_dir / f"copy-{e.rel.rsplit('/', 1)[-1]}"
+        src.location.download(e.rel, tmp)
+        n += dst.location.publish_new(e.rel, tmp)
     return n

@@ -31,8 +31,9 @@ import duckdb
 from compilewatch.core import settings
 from compilewatch.core.errors import StoreBusyError, StoreCorruptError, StoreError
 from compilewatch.store import FileClaim, run_rows, scratch, torn_block
+from compilewatch.store.objects import Folder
 from compilewatch.store.derived import after_migration, refresh_stale, stale_runs
-from compilewatch.store.files import (applied_migrations, check_not_newer, claim_checks, folder_bytes, held_reads,
+from compilewatch.store.files import (applied_migrations, check_not_newer, claim_checks, held_reads,
                                       keep_raw, lock_timeout, migration_hint, migrations, quote, transactions)
 
 WRITER_MEMORY = "64MB"
@@ -82,6 +83,7 @@ class EmbeddedStore:
     def __init__(self, db_path: Path):
         self.db_path = Path(db_path).resolve()
         self.folder = self.db_path.parent
+        self.location = Folder(self.folder)   # raw/ and inbox/, as a DuckLake data path's (store/objects.py)
         self.raw_dir = self.folder / "raw"
         self.inbox_dir = self.folder / "inbox"
         self.tmp_root = self.folder / "tmp"
@@ -532,13 +534,13 @@ class EmbeddedStore:
             return "0"
 
     def keep_raw(self, src: Path) -> tuple[str, str, int]:
-        return keep_raw(self.folder, self.tmp_dir, src)
+        return keep_raw(self.location, self.tmp_dir, src)
 
     def size_on_disk(self) -> dict:
         db = self.db_path.stat().st_size if self.db_path.exists() else 0
         wal = self.wal_path
         return {"database_bytes": db + (wal.stat().st_size if wal.exists() else 0),
-                "raw_bytes": folder_bytes(self.raw_dir)}
+                "raw_bytes": self.location.total_bytes("raw")}
 
     def maintain(self, expire_older_than_days: float = 7.0, orphan_min_age_s: float | None = None):
         """Checkpoint the database (folds the write-ahead log in, frees deleted rows' blocks) and

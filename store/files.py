@@ -85,64 +85,50 @@ def stage_raw(tmp_dir: Path, src: Path) -> tuple[str, Path, int]:
     return h.hexdigest(), tmp, size
 
 
-def publish_raw(folder: Path, sha: str, staged: Path) -> str:
-    """Move a staged copy into folder/raw/ under its sha256; returns the path relative to folder.
-    Content-addressed, so a file kept twice (by any host) is stored once, and an orphan (a crash
-    between this and the database commit) is harmless."""
-    rel = Path("raw") / sha[:2] / sha
-    dest = folder / rel
-    try:
-        if not dest.exists():
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            staged.replace(dest)
-    finally:
-        staged.unlink(missing_ok=True)
-    return rel.as_posix()
+def publish_raw(location, sha: str, staged: Path) -> str:
+    """Publish a staged copy under raw/ of `location` (store/objects.py: a folder or an S3 prefix)
+    by its sha256; returns its path relative to the location. Content-addressed, so a file kept
+    twice (by any host) is stored once, and an orphan (a crash between this and the database commit)
+    is harmless. The staged copy is gone afterwards."""
+    rel = f"raw/{sha[:2]}/{sha}"
+    location.publish_new(rel, staged)
+    return rel
 
 
-# The data path of each DuckLake store this process opened, by the path DuckDB gives its database: a
-# reader that holds only a connection (the deep dive reading an artifact out of its file's raw copy)
-# finds the raw copies through it. An embedded store's folder is its database file's.
-_FOLDERS: dict[str, Path] = {}
+# Where the raw copies of each DuckLake store this process opened lie (a Location, store/objects.py),
+# by the path DuckDB gives its database: a reader that holds only a connection (the deep dive reading
+# an artifact out of its file's raw copy) finds them through it. An embedded store's are beside its
+# database file.
+_LOCATIONS: dict = {}
 
 
-def register_folder(database_path: str, folder: Path) -> None:
-    _FOLDERS[database_path] = folder
+def register_folder(database_path: str, location) -> None:
+    _LOCATIONS[database_path] = location
 
 
-def folder_of(con) -> Path:
-    """The folder whose raw/ holds the raw copies of the store `con` reads (its current database)."""
+def location_of(con):
+    """The Location whose raw/ holds the raw copies of the store `con` reads (its current database)."""
+    from compilewatch.store.objects import Folder
     row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
     path = row[0][0] if row else None
-    folder = _FOLDERS.get(path) if path else None
-    if folder is None and path and os.path.isfile(path):
-        folder = Path(path).parent   # an embedded store: raw/ is beside its database file
-    if folder is None:
+    loc = _LOCATIONS.get(path) if path else None
+    if loc is None and path and os.path.isfile(path):
+        loc = Folder(Path(path).parent)   # an embedded store: raw/ is beside its database file
+    if loc is None:
         raise StoreError(f"no store folder is known for the database {path!r}",
                          "open the store with compilewatch (open_store) before reading raw copies through it")
-    return folder
+    return loc
 
 
-def keep_raw(folder: Path, tmp_dir: Path, src: Path) -> tuple[str, str, int]:
-    """stage_raw then publish_raw: (sha256, path relative to folder, size)."""
+def keep_raw(location, tmp_dir: Path, src: Path) -> tuple[str, str, int]:
+    """stage_raw then publish_raw: (sha256, path relative to the location, size)."""
     sha, staged, size = stage_raw(tmp_dir, src)
-    return sha, publish_raw(folder, sha, staged), size
+    return sha, publish_raw(location, sha, staged), size
 
 
 def quote(s: str) -> str:
     """s inside single quotes in SQL (for ATTACH and the like, which take no parameters)."""
     return s.replace("'", "''")
-
-
-def folder_bytes(folder: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(folder):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
 
 
 # -- the transactions a store hands out -------------------------------------------------------------

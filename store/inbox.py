@@ -180,3 +180,55 @@ def _move(src: Path, folder: Path, name: str | None = None) -> Path:
         dest = folder / f"{name}.{int(time.time() * 1000)}"
     src.rename(dest)
     return dest
+
+
+class FolderInbox:
+    """The protocol above as the inbox worker (compilewatch.ingest.inbox) drives it; an inbox on an
+    object store offers the same (store/object_inbox.py)."""
+
+    def __init__(self, inbox: Path):
+        self.inbox = inbox
+
+    def __str__(self) -> str:
+        return str(self.inbox)
+
+    def recover(self) -> list[Path]:
+        return recover(self.inbox)
+
+    def pending(self, folder_complete: Callable[[Path], bool]) -> list[Path]:
+        return pending(self.inbox, folder_complete)
+
+    def claim(self, entry: Path) -> Path | None:
+        return claim(self.inbox, entry)
+
+    def unclaim(self, claimed: Path) -> None:
+        unclaim(self.inbox, claimed)
+
+    def write_receipt(self, name: str, receipt: dict) -> None:
+        write_receipt(self.inbox, name, receipt)
+
+    def settle(self, claimed: Path, failure: list[str] | None = None) -> None:
+        settle(self.inbox, claimed, failure)
+
+    def release(self) -> None:
+        release(self.inbox)
+
+    def entry_state(self, name: str) -> str | None:
+        return entry_state(self.inbox, name)
+
+    def enqueue(self, staged: Path, name: str) -> bool:
+        return enqueue(self.inbox, staged, name)
+
+    def read_receipt(self, name: str) -> dict | None:
+        return read_receipt(self.inbox, name)
+
+    def clear_receipt(self, name: str) -> None:
+        clear_receipt(self.inbox, name)
+
+
+def for_store(store):
+    """The inbox of `store`: a folder beside its raw copies, or a prefix of its object store."""
+    if store.location.remote:
+        from compilewatch.store.object_inbox import ObjectInbox
+        return ObjectInbox(store)
+    return FolderInbox(store.inbox_dir)

@@ -1,9 +1,11 @@
 """The team store: DuckLake, with its catalog in PostgreSQL and its data as Parquet under a shared path.
 
     --db ducklake:postgres:<libpq connection string>   e.g. ducklake:postgres:dbname=compilewatch host=db1
-    --data-path DIR                                    shared by every host:
+    --data-path DIR | s3://BUCKET/PREFIX               shared by every host:
         DIR/lake/        the Parquet files DuckLake writes
         DIR/raw/ab/<sha256>, DIR/inbox/, DIR/tmp/      as in the embedded store's folder
+    On object storage (store/objects.py) lake/, raw/ and inbox/ are prefixes of the bucket, DuckDB
+    reaches the Parquet through its httpfs extension, and tmp/ stays on each host.
 
 Every client is plain DuckDB with the ducklake and postgres extensions, so every query and the
 ingest SQL run unchanged; only the few things DuckLake lacks are handled here:
@@ -52,9 +54,9 @@ import duckdb
 from compilewatch.core.errors import (CatalogConflictError, StoreError, StoreLoginError,
                                       StoreUnreachableError)
 from compilewatch.store import LAKE_PREFIX as PREFIX
-from compilewatch.store import FileClaim, run_rows, scratch
+from compilewatch.store import FileClaim, objects, run_rows, scratch
 from compilewatch.store.derived import after_migration, refresh_stale
-from compilewatch.store.files import (applied_migrations, check_not_newer, claim_checks, folder_bytes, held_reads,
+from compilewatch.store.files import (applied_migrations, check_not_newer, claim_checks, held_reads,
                                       keep_raw, migration_hint, migrations, quote, register_folder, rollback,
                                       stored_run, transactions)
 
@@ -64,6 +66,8 @@ CLAIMS = "compilewatch_claims"
 INIT_LOCK_KEY = 0x636F6D70  # "comp"
 # pg_advisory_xact_lock key a host holds while it writes one file's rows (module docstring)
 WRITE_LOCK_KEY = 0x636F6D71  # "comq"
+# the first key of try_hold's two-key advisory locks ("inbx")
+HOLD_LOCK_CLASS = 0x696E6278
 FILE_ID_SEQ = "compilewatch_file_id"
 CLAIM_FILE = "compilewatch_claim_file"
 # What the claims live in, beside DuckLake's tables in the catalog database. claim_file's function
@@ -123,9 +127,15 @@ def extension_path(package: str, name: str) -> str:
     return str(path)
 
 
-def load_extensions(con) -> None:
+def load_extensions(con, location: objects.Location | None = None) -> None:
+    """The extensions a lake needs, from their wheels; for a data path on S3 also httpfs and the
+    credentials of that location (store/objects.py)."""
     con.execute(f"LOAD '{extension_path('duckdb_extension_postgres_scanner', 'postgres_scanner')}'")
     con.execute(f"LOAD '{extension_path('duckdb_extension_ducklake', 'ducklake')}'")
+    if location is not None and location.remote:
+        con.execute(f"LOAD '{extension_path('duckdb_extension_httpfs', 'httpfs')}'")
+        if secret := objects.duckdb_secret_sql(location):
+            con.execute(secret)
 
 
 # -- migrations on DuckLake ----------------------------------------------------------------------------
@@ -202,10 +212,16 @@ class LakeStore:
     def __init__(self, spec: str, data_path: str | os.PathLike):
         self.db_path = spec          # what the dashboard and CLI print and key caches on
         self.spec = spec
-        self.folder = Path(data_path).resolve()
-        self.data_dir = self.folder / "lake"
-        self.raw_dir = self.folder / "raw"
-        self.inbox_dir = self.folder / "inbox"
+        # raw copies, the inbox and the Parquet data: under a folder or an S3 prefix (store/objects.py)
+        self.location = objects.location(os.fspath(data_path))
+        if self.location.remote:
+            # scratch stays on this host: staged raw copies, unpacked archives, inbox entries being
+            # ingested; DuckDB writes its Parquet to the bucket itself
+            self.folder = objects.local_work_folder(self.location)
+            self.data_dir, self.raw_dir, self.inbox_dir = (self.location.uri(d) for d in ("lake", "raw", "inbox"))
+        else:
+            self.folder = self.location.root
+            self.data_dir, self.raw_dir, self.inbox_dir = (self.folder / d for d in ("lake", "raw", "inbox"))
         self.tmp_root = self.folder / "tmp"
         self._db = None
         self._db_lock = threading.Lock()
@@ -224,9 +240,12 @@ class LakeStore:
             raise StoreError("a DuckLake store needs a data path for its Parquet and raw files",
                              "pass --data-path DIR or set COMPILEWATCH_DATA_PATH (a folder every host can reach)")
         store = cls(spec, data_path)
+        if store.location.remote:
+            store.location.check()   # credentials and bucket, before DuckDB's less telling errors
         try:
             for d in (store.data_dir, store.raw_dir, store.tmp_root):
-                d.mkdir(parents=True, exist_ok=True)
+                if isinstance(d, Path):
+                    d.mkdir(parents=True, exist_ok=True)
             scratch.sweep(store.tmp_root)  # what this host's processes killed mid-ingest left behind
         except OSError as e:
             raise StoreError(f"cannot create the data path {store.folder}: {e.strerror}",
@@ -288,7 +307,7 @@ class LakeStore:
             if self._db is None:
                 con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB"})
                 try:
-                    load_extensions(con)
+                    load_extensions(con, self.location)
                     con.execute(f"ATTACH '{quote(libpq(self.spec))}' AS pg (TYPE postgres)")
                     if not create and not con.execute(
                             "SELECT * FROM postgres_query('pg', 'SELECT to_regclass(''public.ducklake_metadata'') "
@@ -299,7 +318,7 @@ class LakeStore:
                                 f"(DATA_PATH '{quote(str(self.data_dir))}/')")
                     con.execute("USE lake")
                     register_folder(con.execute("SELECT path FROM duckdb_databases() "
-                                                "WHERE database_name = 'lake'").fetchall()[0][0], self.folder)
+                                                "WHERE database_name = 'lake'").fetchall()[0][0], self.location)
                 except duckdb.Error as e:
                     con.close()
                     raise _connection_error(self.spec, e) from None
@@ -484,6 +503,26 @@ class LakeStore:
                 raise
             cur.execute("COMMIT")
 
+    def try_hold(self, key: str) -> "_Held | None":
+        """Hold `key` for this process until the returned handle's release(), without waiting: None
+        when another process holds it. A PostgreSQL transaction-level advisory lock (the two-key
+        form, apart from the store's own one-key locks) in a transaction left open, so a process
+        that dies lets go with its connection, on whatever host it ran. The inbox's claims on an
+        object store (store/object_inbox.py)."""
+        cur = _LakeConnection(self._database().cursor())
+        try:
+            cur.execute("BEGIN")
+            got = cur.execute("SELECT * FROM postgres_query('pg', ?)", [
+                f"SELECT pg_try_advisory_xact_lock({HOLD_LOCK_CLASS}, hashtext({_pg_literal(key)}))"]).fetchall()[0][0]
+        except duckdb.Error as e:
+            cur.close()
+            raise _connection_error(self.spec, e) from None
+        if not got:
+            rollback(cur)
+            cur.close()
+            return None
+        return _Held(cur)
+
     def advance_file_ids(self, top: int) -> None:
         """Make the next file id larger than `top` (after rows were copied in)."""
         with self._cursor() as cur:
@@ -494,7 +533,7 @@ class LakeStore:
     @contextmanager
     def attached(self, con, alias: str):
         """This lake attached read-only to `con` (another store's connection) as `alias`."""
-        load_extensions(con)
+        load_extensions(con, self.location)
         con.execute(f"ATTACH '{PREFIX}{quote(libpq(self.spec))}' AS {alias} "
                     f"(DATA_PATH '{quote(str(self.data_dir))}/', READ_ONLY)")
         try:
@@ -612,10 +651,10 @@ class LakeStore:
         return version
 
     def keep_raw(self, src: Path) -> tuple[str, str, int]:
-        return keep_raw(self.folder, self.tmp_dir, src)
+        return keep_raw(self.location, self.tmp_dir, src)
 
     def size_on_disk(self) -> dict:
-        out = {"data_bytes": folder_bytes(self.data_dir), "raw_bytes": folder_bytes(self.raw_dir)}
+        out = {"data_bytes": self.location.total_bytes("lake"), "raw_bytes": self.location.total_bytes("raw")}
         try:
             with self.read() as con:
                 out["catalog_bytes"] = con.execute(
@@ -630,7 +669,7 @@ class LakeStore:
         raw copies (store/maintain.py). Safe beside ingests:
         each step is a DuckLake transaction, retried when it conflicts with another host's commit."""
         from compilewatch.store import maintain as m
-        before = (m.parquet_files(self.data_dir), folder_bytes(self.data_dir))
+        before = (m.parquet_files(self.location), self.location.total_bytes("lake"))
         steps = [("merge adjacent files", "CALL ducklake_merge_adjacent_files('lake')"),
                  ("expire snapshots", f"CALL ducklake_expire_snapshots('lake', older_than => now() - "
                                       f"INTERVAL '{float(expire_older_than_days) * 86400:.0f} seconds')"),
@@ -649,11 +688,24 @@ class LakeStore:
                 except duckdb.CatalogException:
                     pass    # a DuckLake version without this function: the others still run
         orphans = m.delete_orphaned_raw(self, m.ORPHAN_MIN_AGE_S if orphan_min_age_s is None else orphan_min_age_s)
-        return m.Maintained(self.backend, before[0], m.parquet_files(self.data_dir), before[1],
-                            folder_bytes(self.data_dir), orphans, done)
+        return m.Maintained(self.backend, before[0], m.parquet_files(self.location), before[1],
+                            self.location.total_bytes("lake"), orphans, done)
 
     def close(self) -> None:
         self._reset()
+
+
+class _Held:
+    """What try_hold holds: the transaction its lock lives in."""
+
+    def __init__(self, cur):
+        self._cur = cur
+
+    def release(self) -> None:
+        if self._cur is not None:
+            rollback(self._cur)    # nothing was written in it: ending it lets go of the lock
+            self._cur.close()
+            self._cur = None
 
 
 class _LakeConnection:

@@ -9,10 +9,11 @@ raw copy and committing its rows leaves one (it is harmless, and only takes spac
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from compilewatch.store.objects import Folder, Location
 
 # A raw copy younger than this may belong to an ingest still in flight on another host.
 ORPHAN_MIN_AGE_S = 3600
@@ -32,8 +33,10 @@ class Maintained:
         return dict(vars(self))
 
 
-def parquet_files(folder: Path) -> int:
-    return sum(1 for _, _, files in os.walk(folder) for f in files if f.endswith(".parquet")) if folder.exists() else 0
+def parquet_files(where: Location | Path) -> int:
+    """Parquet files under a lake's data folder (a Path), or under lake/ of a store's Location."""
+    loc, prefix = (where, "lake") if isinstance(where, Location) else (Folder(where), "")
+    return sum(1 for e in loc.entries(prefix) if e.rel.endswith(".parquet"))
 
 
 def delete_orphaned_raw(store, min_age_s: float = ORPHAN_MIN_AGE_S, now: float | None = None) -> int:
@@ -42,16 +45,8 @@ def delete_orphaned_raw(store, min_age_s: float = ORPHAN_MIN_AGE_S, now: float |
     with store.read() as con:
         kept = {r[0] for r in con.execute("SELECT DISTINCT sha256 FROM files").fetchall()}
     deleted = 0
-    if not store.raw_dir.exists():
-        return 0
-    for sub in store.raw_dir.iterdir():
-        if not sub.is_dir():
-            continue
-        for f in sub.iterdir():
-            try:
-                if f.name not in kept and now - f.stat().st_mtime > min_age_s:
-                    f.unlink()
-                    deleted += 1
-            except FileNotFoundError:
-                pass    # another host's maintenance got there first
+    for e in store.location.entries("raw"):   # a folder or an S3 prefix (store/objects.py)
+        if e.rel.rsplit("/", 1)[-1] not in kept and now - e.mtime > min_age_s:
+            store.location.delete(e.rel)    # gone already: another host's maintenance got there first
+            deleted += 1
     return deleted

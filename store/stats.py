@@ -47,7 +47,7 @@ def store_stats(store, top: int = 20) -> dict:
         **counts,
         "backend": store.backend,
         "db": str(store.db_path),
-        "data_path": str(store.folder),
+        "data_path": store.location.uri(),   # a folder, or s3://bucket/prefix
         "schema_version": int(applied[-1].split("_")[0]) if applied else 0,
         "migrations": applied,
         "migrations_pending": [n for n in known if n not in applied],

@@ -171,16 +171,15 @@ with tabs[7]:
              original_name=ui.text_col("File", "medium"), size_bytes=ui.count_col("Size (bytes)"),
              records=ui.count_col("Events"), errors=ui.count_col("Errors"), ingested_at=ui.time_col("Ingested (UTC)"))
     if d is not None:
-        folder = ui.get_store().folder
+        raw = ui.get_store().location   # a folder or an S3 prefix (store/objects.py)
         for row in d.itertuples():
-            path = folder / row.stored_path if row.stored_path else None
-            if path is not None and path.is_file():
+            if row.stored_path and raw.exists(row.stored_path):
                 # Deferred: the bytes are read only when someone clicks.
                 st.download_button(f"Download {ui.md(row.original_name)} ({row.size_bytes:,} bytes)",
-                                   data=lambda p=path: p.read_bytes(), file_name=row.original_name,
+                                   data=lambda rel=row.stored_path: raw.read_bytes(rel), file_name=row.original_name,
                                    key=f"rd_dl_{row.file_id}", icon=":material/download:", on_click="ignore")
             else:
-                st.caption(ui.md(f"{row.original_name}: raw copy not in {folder / 'raw'}"))
+                st.caption(ui.md(f"{row.original_name}: raw copy not in {raw.uri('raw')}"))
 with tabs[8]:
     if rank_view is not None and len(rank_view) < 2:
         st.caption("One rank (or none) in this run: nothing to compare.")

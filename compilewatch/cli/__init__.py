@@ -75,7 +75,8 @@ def data_path_arg() -> tuple[tuple, dict]:
     """--data-path, given to every command that takes --db: where a DuckLake store keeps its files."""
     s = settings.BY_NAME["data_path"]
     return arg("--data-path", default=None, metavar="DIR",
-               help=f"with --db ducklake:postgres:...: the shared folder for its Parquet data, raw/ and inbox/ (env {s.env})")
+               help=f"with --db ducklake:postgres:...: the shared folder, or s3://BUCKET/PREFIX, for its Parquet data, "
+                    f"raw/ and inbox/ (env {s.env})")
 
 
 # -- output helpers ----------------------------------------------------------------------------
@@ -329,7 +330,6 @@ def cmd_inbox(args) -> int:
     from compilewatch.store import open_store
 
     store = open_store(args.db)
-    store.inbox_dir.mkdir(exist_ok=True)
 
     def show(name, report):
         print(f"{safe(name)}: {report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
@@ -926,7 +926,10 @@ def main(argv=None) -> int:
     if getattr(args, "data_path", None):
         # Through the environment, as --db reaches the dashboard: every store opened here and in the
         # processes this one starts sees it.
-        os.environ[settings.BY_NAME["data_path"].env] = os.path.abspath(args.data_path)
+        # An s3://bucket/prefix is passed on as it is.
+        from compilewatch.store.objects import is_s3
+        os.environ[settings.BY_NAME["data_path"].env] = (
+            args.data_path if is_s3(args.data_path) else os.path.abspath(args.data_path))
     try:
         return args.func(args)
     except CompileWatchError as e:

@@ -168,28 +168,34 @@ def test_nested_archives_unpack_to_a_fixed_depth(store, tmp_path):
     assert [f.status for f in rep.files] == ["failed"] and "nested deeper than 3" in rep.files[0].message
 
 
+ESCAPES = ("symlink", "hardlink", "absolute", "dotdot", "device")
+
+
+def escaping_tar(kind: str, p: Path, outside: Path) -> Path:
+    """A real bundle's archive with one member more that reaches out of where it is unpacked: a
+    link, an absolute name (`outside`), a ../ name or a device."""
+    with tarfile.open(BUNDLE) as src, tarfile.open(p, "w:gz") as tf:
+        for m in src.getmembers():
+            tf.addfile(m, src.extractfile(m) if m.isfile() else None)
+        evil = tarfile.TarInfo({"absolute": str(outside), "dotdot": "../../cw-evil.log"}.get(kind, "x/evil.log"))
+        if kind == "symlink":
+            evil.type, evil.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        elif kind == "hardlink":
+            evil.type, evil.linkname = tarfile.LNKTYPE, "/etc/passwd"
+        elif kind == "device":
+            evil.type = tarfile.CHRTYPE
+        data = b"I1122 00:00:00.000000 1 torch/_dynamo/x.py:1] evil\n"
+        if evil.type == tarfile.REGTYPE:
+            evil.size = len(data)
+            tf.addfile(evil, io.BytesIO(data))
+        else:
+            tf.addfile(evil)
+    return p
+
+
 def test_links_and_paths_outside_the_target_are_refused(store, tmp_path):
-    cases = {}
     outside = tmp_path.parent / "cw-evil.log"   # an absolute member name pointing out of the target
-    for kind in ("symlink", "hardlink", "absolute", "dotdot", "device"):
-        p = tmp_path / f"{kind}.tar.gz"
-        with tarfile.open(BUNDLE) as src, tarfile.open(p, "w:gz") as tf:
-            for m in src.getmembers():
-                tf.addfile(m, src.extractfile(m) if m.isfile() else None)
-            evil = tarfile.TarInfo({"absolute": str(outside), "dotdot": "../../cw-evil.log"}.get(kind, "x/evil.log"))
-            if kind == "symlink":
-                evil.type, evil.linkname = tarfile.SYMTYPE, "/etc/passwd"
-            elif kind == "hardlink":
-                evil.type, evil.linkname = tarfile.LNKTYPE, "/etc/passwd"
-            elif kind == "device":
-                evil.type = tarfile.CHRTYPE
-            data = b"I1122 00:00:00.000000 1 torch/_dynamo/x.py:1] evil\n"
-            if evil.type == tarfile.REGTYPE:
-                evil.size = len(data)
-                tf.addfile(evil, io.BytesIO(data))
-            else:
-                tf.addfile(evil)
-        cases[kind] = p
+    cases = {kind: escaping_tar(kind, tmp_path / f"{kind}.tar.gz", outside) for kind in ESCAPES}
     for kind, p in cases.items():
         rep = ingest_paths(store, [p])
         assert [f.status for f in rep.files] == ["failed"], kind

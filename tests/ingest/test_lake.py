@@ -96,19 +96,26 @@ def _page_queries():
     return out
 
 
-def test_same_inputs_same_tables_and_pages(lake_store, tmp_path):
-    inputs = [TRACE, *TEXTS, *BUNDLES, *SUBGRAPHS]
-    embedded = open_store(tmp_path / "emb" / "cw.duckdb")
-    for store in (embedded, lake_store):
+def same_tables_as_embedded(lake, inputs, folder: Path):
+    """Ingest `inputs` into `lake` and into a new embedded store under `folder`: every table holds
+    the same rows in both. Returns the embedded store."""
+    embedded = open_store(folder / "emb" / "cw.duckdb")
+    for store in (embedded, lake):
         report = ingest_paths(store, inputs)
         assert report.ok, [(f.name, f.message) for f in report.files if f.status == "failed"]
-    from compilewatch.app.filters import Filters
-    with embedded.read() as emb, lake_store.read() as lake:
-        assert tables(lake) == tables(emb)
+    with embedded.read() as emb, lake.read() as con:
+        assert tables(con) == tables(emb)
         for t in tables(emb):
-            a, b = snapshot(emb, t), snapshot(lake, t)
+            a, b = snapshot(emb, t), snapshot(con, t)
             assert len(a) == len(b), t
             pd.testing.assert_frame_equal(a, b, check_dtype=False, obj=t)
+    return embedded
+
+
+def test_same_inputs_same_tables_and_pages(lake_store, tmp_path):
+    embedded = same_tables_as_embedded(lake_store, [TRACE, *TEXTS, *BUNDLES, *SUBGRAPHS], tmp_path)
+    from compilewatch.app.filters import Filters
+    with embedded.read() as emb, lake_store.read() as lake:
         assert emb.execute("SELECT count(*) FROM graph_breaks").fetchall()[0][0] > 0
         assert emb.execute("SELECT count(*) FROM piecewise_compiles").fetchall()[0][0] > 0
         run = emb.execute("SELECT run_id FROM runs ORDER BY run_id LIMIT 1").fetchall()[0][0]
@@ -236,9 +243,10 @@ def _run_cli(args, env=None):
                           capture_output=True, text=True, timeout=600)
 
 
-def test_stats_and_store_copy_both_ways(lake_spec, postgres, tmp_path):
+def test_stats_and_store_copy_both_ways(lake_spec, lake_data_path, postgres, tmp_path):
     """embedded -> DuckLake -> a second embedded file: every table's count (from `stats --json`) equal
-    at each step, raw files along, and the next ingest into a copy gets a fresh file id."""
+    at each step, raw files along, and the next ingest into a copy gets a fresh file id. With the
+    lake's data path in a folder and on object storage (tests/conftest.py)."""
     first = tmp_path / "first" / "cw.duckdb"
     assert ingest_paths(open_store(first), [TRACE, *BUNDLES[:2]]).ok
     r = _run_cli(["stats", "--db", str(first), "--json"])
@@ -248,7 +256,7 @@ def test_stats_and_store_copy_both_ways(lake_spec, postgres, tmp_path):
     assert before["files"] > 0 and before["size_on_disk"]["raw_bytes"] > 0
     assert {"runs_by_model", "runs_by_hardware", "runs_by_torch_version"} <= set(before)
 
-    data = tmp_path / "lake-data"
+    data = lake_data_path
     r = _run_cli(["store", "copy", "--from", str(first), "--to", lake_spec, "--to-data-path", str(data)])
     assert r.returncode == 0, r.stderr
     assert "DIFFERS" not in r.stdout
@@ -269,6 +277,7 @@ def test_stats_and_store_copy_both_ways(lake_spec, postgres, tmp_path):
     assert r.returncode == 0, r.stderr
     again = json.loads(_run_cli(["stats", "--db", str(back), "--json"]).stdout)
     assert {t: again[t] for t in tables} == {t: before[t] for t in tables}
+    assert again["size_on_disk"]["raw_bytes"] == before["size_on_disk"]["raw_bytes"]
 
     for db, dp in ((lake_spec, data), (back, None)):
         store = open_store(db, dp)
@@ -279,6 +288,24 @@ def test_stats_and_store_copy_both_ways(lake_spec, postgres, tmp_path):
             n, distinct = con.execute("SELECT count(*), count(DISTINCT file_id) FROM files").fetchall()[0]
             assert con.execute("SELECT count(*) FROM files WHERE file_id > ?", [top]).fetchall()[0][0] == 1
         assert n == distinct
+
+
+def inbox_workers(env: dict, settled, workers: int = 3, timeout_s: float = 600) -> list[str]:
+    """Run `inbox --watch` workers (as on as many hosts) until settled() says every entry is, then
+    stop them with SIGINT; returns what each printed."""
+    procs = [_cli(["inbox", "--watch", "--interval", "0.2"], env) for _ in range(workers)]
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if settled():
+                break
+            assert all(w.poll() is None for w in procs), [w.communicate() for w in procs]
+            time.sleep(0.2)
+    finally:
+        for w in procs:
+            w.send_signal(signal.SIGINT)
+        outs = [w.communicate(timeout=120)[0] for w in procs]
+    return outs
 
 
 def test_inbox_workers_on_one_lake_claim_each_bundle_once(lake_store):
@@ -293,19 +320,9 @@ def test_inbox_workers_on_one_lake_claim_each_bundle_once(lake_store):
         (inbox / f".{b.name}").rename(inbox / b.name)       # the writers' protocol: rename into place
     shutil.copy(bundles[0], inbox / f"resent-{bundles[0].name}")
     env = _env(lake_store)
-    workers = [_cli(["inbox", "--watch", "--interval", "0.2"], env) for _ in range(3)]
-    try:
-        deadline = time.monotonic() + 600
-        done = inbox / "done"
-        while time.monotonic() < deadline:
-            if done.is_dir() and len([p for p in done.iterdir() if p.name.endswith(".tar.gz")]) == len(bundles) + 1:
-                break
-            assert all(w.poll() is None for w in workers), [w.communicate() for w in workers]
-            time.sleep(0.2)
-    finally:
-        for w in workers:
-            w.send_signal(signal.SIGINT)
-        outs = [w.communicate(timeout=120)[0] for w in workers]
+    done = inbox / "done"
+    outs = inbox_workers(env, lambda: done.is_dir() and len(
+        [p for p in done.iterdir() if p.name.endswith(".tar.gz")]) == len(bundles) + 1)
     assert sorted(p.name for p in done.iterdir()) == sorted([b.name for b in bundles] + [f"resent-{bundles[0].name}"])
     assert not (inbox / "failed").exists() or not any((inbox / "failed").iterdir())
     lines = [ln for o in outs for ln in o.splitlines() if ln.endswith(" failed")]

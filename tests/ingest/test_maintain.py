@@ -27,18 +27,21 @@ def _counts(store) -> dict:
         return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables}
 
 
-def _orphan(store) -> Path:
-    """The raw copy an ingest keeps before it commits: kept, never committed."""
+def _orphan(store) -> str:
+    """The raw copy an ingest keeps before it commits: kept, never committed. Its path in the
+    store's location (a folder or an S3 prefix)."""
     sha, rel, _ = store.keep_raw(NOT_INGESTED)
-    return store.folder / rel
+    return rel
 
 
-def test_many_small_ingests_then_maintain_on_ducklake(lake_store):
+def test_many_small_ingests_then_maintain_on_ducklake(lake_store_anywhere):
+    """The same with the data path in a folder and on object storage (tests/conftest.py)."""
+    lake_store = lake_store_anywhere
     for path in [TRACE, *TEXTS]:                 # one ingest each: a snapshot and small files each
         assert ingest_paths(lake_store, [path]).ok
     before = _counts(lake_store)
     orphan = _orphan(lake_store)
-    env = {**os.environ, "COMPILEWATCH_DB": lake_store.spec, "COMPILEWATCH_DATA_PATH": str(lake_store.folder)}
+    env = {**os.environ, "COMPILEWATCH_DB": lake_store.spec, "COMPILEWATCH_DATA_PATH": lake_store.location.uri()}
     # a retention of 0 days: every snapshot but the newest is expired, so their files can go now
     r = subprocess.run([sys.executable, "-m", "compilewatch", "store", "maintain", "--expire-older-than", "0", "--json"],
                        env=env, capture_output=True, text=True, timeout=600)
@@ -47,11 +50,12 @@ def test_many_small_ingests_then_maintain_on_ducklake(lake_store):
     assert out["backend"] == "ducklake" and "merge adjacent files" in out["steps"]
     assert out["data_files_after"] < out["data_files_before"], out
     assert _counts(lake_store) == before            # the same rows, in fewer files
-    assert orphan.exists()                          # younger than an hour: maybe another host's ingest
-    assert lake_store.maintain(0, orphan_min_age_s=0).orphaned_raw_deleted == 1 and not orphan.exists()
+    assert lake_store.location.exists(orphan)       # younger than an hour: maybe another host's ingest
+    assert lake_store.maintain(0, orphan_min_age_s=0).orphaned_raw_deleted == 1
+    assert not lake_store.location.exists(orphan)
     with lake_store.read() as con:
         kept = [r[0] for r in con.execute("SELECT stored_path FROM files").fetchall()]
-    assert kept and all((lake_store.folder / p).exists() for p in kept)
+    assert kept and all(lake_store.location.exists(p) for p in kept)
 
 
 def test_maintain_on_the_embedded_store(tmp_path):
@@ -60,7 +64,7 @@ def test_maintain_on_the_embedded_store(tmp_path):
     before = _counts(store)
     orphan = _orphan(store)
     result = store.maintain(orphan_min_age_s=0)
-    assert result.steps == ["checkpoint"] and result.orphaned_raw_deleted == 1 and not orphan.exists()
+    assert result.steps == ["checkpoint"] and result.orphaned_raw_deleted == 1 and not store.location.exists(orphan)
     assert _counts(store) == before
     with store.read() as con:
         assert all((store.folder / r[0]).exists() for r in con.execute("SELECT stored_path FROM files").fetchall())

@@ -133,6 +133,35 @@ def compare_graphs(frames: pd.DataFrame, base_ids, cand_ids) -> GraphComparison:
     return GraphComparison(not changed, changed, len(a_list) + len(b_list) - len(pairs), unknown)
 
 
+def _ranks(frames: pd.DataFrame) -> list[int]:
+    return sorted({int(r) for r in frames["rank"].dropna().unique()}) if "rank" in frames.columns else []
+
+
+def changed_ranks(frames: pd.DataFrame, base_ids, cand_ids, frame: Frame) -> list[int]:
+    """In multi-rank runs, the ranks whose own graphs of ``frame`` differ between the sides (each rank
+    compared with the same rank of the other side, as `compilewatch diff --rank` compares them);
+    [] where the runs have one rank. A change one rank alone carries is named by it."""
+    ranks = _ranks(frames)
+    if len(ranks) < 2:
+        return []
+    out = []
+    for r in ranks:
+        cmp = compare_graphs(frames[frames["rank"] == r], base_ids, cand_ids)
+        if cmp.same is False and any(c.frame == tuple(frame) for c in cmp.changed):
+            out.append(r)
+    return out
+
+
+def ranks_words(ranks: list[int], frames: pd.DataFrame) -> str:
+    """" on rank 1", " on ranks 1, 3", " on all 2 ranks"; "" for a one-rank job."""
+    if not ranks:
+        return ""
+    every = _ranks(frames)
+    if ranks == every:
+        return f" on all {len(every)} ranks"
+    return f" on rank{'s' * (len(ranks) > 1)} {', '.join(map(str, ranks))}"
+
+
 # --- what changed, in words ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -274,6 +303,23 @@ def describe_change(con, base_run: str, cand_run: str, frame: Frame, rank: int |
                       tuple(kernel_count), sorted(set(g_a)), sorted(set(g_r)), changes, kinds, "")
     s.sentence = _sentence(s)
     return s
+
+
+def change_fields(s: ChangeSummary | None, rank: int | None = None) -> dict:
+    """A change's diff as a cause part's fields (--json): the two runs and the rank it was read from,
+    so that `compilewatch diff BASELINE CANDIDATE [--rank N]` shows the same, the ops and kernels
+    added and removed, and per guarded source what changed. Empty where the runs could not be diffed."""
+    if s is None:
+        return {}
+    return {"baseline_run": s.baseline_run, "candidate_run": s.candidate_run, "diff_rank": rank,
+            "compiles": list(s.compiles),
+            "ops_added": s.ops_added, "ops_removed": s.ops_removed, "kernels_added": s.kernels_added,
+            "kernels_removed": s.kernels_removed, "cpp_kernels_added": s.cpp_kernels_added,
+            "kernel_count": list(s.kernel_count),
+            "guard_changes": [{"source": c.source, "device": list(c.device) if c.device else None,
+                               "dtype": list(c.dtype) if c.dtype else None, "kind": list(c.kind) if c.kind else None,
+                               "added": len(c.after), "removed": len(c.before)} for c in s.guard_changes],
+            "graphs_changed": list(s.graphs_changed)}
 
 
 def _counted(sign: str, items: dict[str, int], most: int = 3) -> list[str]:

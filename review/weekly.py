@@ -439,13 +439,19 @@ class GroupFacts:
     def __init__(self, con):
         self.con = con
         self._graphs: dict = {}
+        self._frames: dict = {}
         self._settings: dict = {}
+
+    def frames(self, b_ids, c_ids):
+        key = (tuple(b_ids), tuple(c_ids))
+        if key not in self._frames:
+            self._frames[key] = graphs.frame_fingerprints(self.con, list(b_ids) + list(c_ids))
+        return self._frames[key]
 
     def graphs(self, model, hw, b_ids, c_ids):
         key = (model, hw, tuple(b_ids), tuple(c_ids))
         if key not in self._graphs:
-            self._graphs[key] = graphs.compare_graphs(graphs.frame_fingerprints(self.con, list(b_ids) + list(c_ids)),
-                                                      b_ids, c_ids)
+            self._graphs[key] = graphs.compare_graphs(self.frames(b_ids, c_ids), b_ids, c_ids)
         return self._graphs[key]
 
     def settings(self, model, hw, b_ids, c_ids):
@@ -467,20 +473,26 @@ class GroupFacts:
         cmp = self.graphs(model, hw, b_ids, c_ids)
         if cmp.same is False and cmp.changed and base_run and cand_run:
             busiest = cmp.changed[0]
+            # in a multi-rank job the ranks whose own graphs changed, and the diff read on the first of them
+            ranks = graphs.changed_ranks(self.frames(b_ids, c_ids), b_ids, c_ids, busiest.frame)
             try:
-                text = graphs.describe_change(self.con, base_run, cand_run, busiest.frame).sentence
+                change = graphs.describe_change(self.con, base_run, cand_run, busiest.frame,
+                                                rank=ranks[0] if ranks else None)
             except CompileWatchError:
-                text = ""
+                change = None
+            text = change.sentence if change else ""
             if not text or text.endswith("no change"):
                 # the runs picked for the diff did not differ there (one rank, one side's other run):
                 # say which parts the fingerprints saw change
                 words = ", ".join(graphs.PART_WORDS.get(p, p) for p in busiest.parts)
                 text = f"{busiest.frame[0]} ({busiest.frame[1]}:{busiest.frame[2]}): {words} differ"
             more = f" ({len(cmp.changed) - 1} more frame(s) changed)" if len(cmp.changed) > 1 else ""
-            parts.append(CausePart("graphs", f"the compiled graphs changed: {text}{more}",
+            on = graphs.ranks_words(ranks, self.frames(b_ids, c_ids))
+            parts.append(CausePart("graphs", f"the compiled graphs changed{on}: {text}{more}",
                                    {"co_name": busiest.frame[0], "co_file": busiest.frame[1],
                                     "co_firstlineno": busiest.frame[2], "parts": list(busiest.parts),
-                                    "frames_changed": len(cmp.changed)}))
+                                    "frames_changed": len(cmp.changed), "ranks": ranks,
+                                    **graphs.change_fields(change, ranks[0] if ranks else None)}))
         coverage = cudagraph_coverage.side_change(self.con, b_ids, c_ids)
         if coverage:
             parts.append(CausePart("cudagraphs", coverage, {}))

@@ -6,6 +6,8 @@ the changed runs miss, and the cause names the part that differed, the same in `
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +16,11 @@ import pytest
 
 from compilewatch.ingest.formats import cache_key
 from compilewatch.ingest.loader import ingest_paths
+from compilewatch.review.baseline import parse_spec
 from compilewatch.review.cache_miss import describe, summary, why_missed
+from compilewatch.review.weekly import review
 from compilewatch.store import open_store
+from tests.review.check_cli import check_causes
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "cache_miss"
@@ -214,3 +219,58 @@ def test_a_graph_that_differs_only_in_a_group_name_is_the_process_group(before, 
     # the line as a 2.11 DDP run on two H200s logged it (sample_logs/gpu-h200x2-nccl-torch2.11); cut: not whole
     assert cache_key.graph_change_part(before, after) == part
     assert cache_key.graph_change_part(before, after, cut=True) == cache_key.GRAPH
+
+
+def _collect_cmjob(out: Path, version: str, label: str, cache: Path) -> None:
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "1"}
+    p = subprocess.run([sys.executable, "-m", "compilewatch", "collect", "--archive", "--no-probe",
+                        "--model", "cmjob-fresh", "--label", label, "--out", str(out), "--",
+                        sys.executable, str(FIXTURES / "job.py"), "--version", version],
+                       env=env, cwd=out, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def changed_key_db(tmp_path_factory) -> Path:
+    """Fresh runs of job.py as a team's CI sees a config change: a cache folder that v1's runs fill
+    (a first run, not judged) and then hit twice; v2-config twice, each in its own copy of that
+    folder, so each misses where v1 hit, on one Inductor setting in the key."""
+    work = tmp_path_factory.mktemp("changed-key")
+    out = work / "bundles"
+    out.mkdir()
+    shared = work / "cache-v1"
+    _collect_cmjob(work, "v1", "fill", shared)
+    for _ in range(2):
+        _collect_cmjob(out, "v1", "v1", shared)
+    for n in range(2):
+        copy = work / f"cache-v2-{n}"
+        shutil.copytree(shared, copy)
+        _collect_cmjob(out, "v2-config", "v2-config", copy)
+    db = work / "cw.duckdb"
+    assert ingest_paths(open_store(db), sorted(out.glob("*.tar.gz"))).ok
+    return db
+
+
+def test_the_verdict_on_a_changed_cache_key_names_the_part_the_diff_names(changed_key_db):
+    """The compile got slower because the cache missed; the verdict says so, and which part of the
+    key differed, as `compilewatch diff` says it on the runs the cause read, in `check --json` too."""
+    base, cand = "label=v1,model=cmjob-fresh", "label=v2-config,model=cmjob-fresh"
+    with open_store(changed_key_db).read() as con:
+        rates = dict(con.execute("""SELECT r.label, list(m.value) FROM run_metrics m JOIN runs r USING (run_id)
+                                    WHERE m.metric = 'cache_hit_rate' GROUP BY ALL""").fetchall())
+        # what makes the case: v1's runs hit every lookup, v2-config's hit none
+        assert sorted(rates) == ["v1", "v2-config"] and min(rates["v1"]) > 0 and max(rates["v2-config"]) == 0, rates
+        r = review(con, parse_spec(base), parse_spec(cand))
+    worse = [v for v in r.verdicts if v.worse and v.metric in ("compile_time", "time_to_first_step")]
+    assert any(v.metric == "compile_time" for v in worse), [(v.metric, v.status, v.summary) for v in r.verdicts]
+    said = check_causes(changed_key_db, base, cand)
+    for v in worse:
+        assert v.cause is not None, v.summary
+        miss = next(x for x in v.cause.parts if x.kind == "cache_miss")
+        pair = _diff_json(changed_key_db, miss.fields["baseline_run"], miss.fields["candidate_run"])
+        assert miss.fields["candidate_run"] in v.candidate.run_ids and miss.fields["baseline_run"] in v.baseline.run_ids
+        # the part of the key the diff names is the cause's: the one Inductor setting
+        assert {tuple(m["parts"]) for m in pair["cache_misses"]} == {(cache_key.CONFIG,)}
+        assert miss.text == pair["cache_summary"]
+        assert "the inductor config differed (size_asserts: True → False)" in v.cause.text, v.cause.text
+        assert said[(v.metric, v.subject)] == json.loads(json.dumps(v.cause.to_json()))

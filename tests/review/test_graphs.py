@@ -9,6 +9,7 @@ add two cold runs in two Inductor cache folders and a warm run in one of them.""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -18,8 +19,11 @@ import pandas as pd
 import pytest
 
 from compilewatch.ingest.loader import ingest_paths
+from compilewatch.review.baseline import parse_spec
 from compilewatch.review.graphs import compare_graphs, describe_change, frame_fingerprints
+from compilewatch.review.weekly import review
 from compilewatch.store import open_store
+from tests.review.check_cli import check_causes
 from compilewatch.store.rollups import refresh_rollups
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,6 +113,48 @@ def test_a_dtype_and_an_input_turned_python_float_are_named(blocks):
     assert len(moved) == 15          # x and the 14 parameters
     assert "guard on scale: tensor cpu float32 → float" in s.sentence, s.sentence
     assert "guards on x, self.blocks.0.down.bias (+13 more): float32 → float64" in s.sentence, s.sentence
+
+
+# a tensor guard's source and dtype as `compilewatch diff` prints it (one source has no comma in it)
+_TENSOR_GUARD = re.compile(r"^TENSOR_MATCH: check_tensor\(([^,]+), \w+, DispatchKeySet\([^)]*\), torch\.(\w+),")
+
+
+def _guard_dtypes(lines: list[str]) -> dict[str, str]:
+    return {m.group(1): m.group(2) for m in map(_TENSOR_GUARD.match, lines) if m}
+
+
+def test_the_verdict_on_a_dtype_and_a_python_float_names_what_the_diff_shows(blocks):
+    """v1 (its cold and warm runs) against v4: the step got slower, and the verdict's cause is the
+    changed guards and kernels of `forward`, the same ones `compilewatch diff` shows on the runs the
+    cause read, in the review and in `compilewatch check --json`."""
+    db, runs = blocks
+    base, cand = f"run={runs['v1_cold']},run={runs['v1_warm']}", f"run={runs['v4_cold']}"
+    with open_store(db).read() as con:
+        r = review(con, parse_spec(base), parse_spec(cand))
+    worse = [v for v in r.verdicts if v.worse]
+    assert worse, [(v.metric, v.status) for v in r.verdicts]
+    said = check_causes(db, base, cand)
+    for v in worse:
+        assert v.cause is not None, v.summary
+        graphs = next(x for x in v.cause.parts if x.kind == "graphs").fields
+        assert (graphs["co_name"], graphs["co_file"], graphs["co_firstlineno"]) == FORWARD
+        assert graphs["candidate_run"] == runs["v4_cold"] and graphs["baseline_run"] in (runs["v1_cold"], runs["v1_warm"])
+        (pair,) = _diff(db, graphs["baseline_run"], graphs["candidate_run"])["pairs"]
+        # the kernels the diff names are the cause's, and the new C++ ones are named in its sentence
+        assert graphs["kernels_added"] == pair["kernels_added"] and graphs["kernels_removed"] == pair["kernels_removed"]
+        assert graphs["cpp_kernels_added"] and all(k in v.cause.text for k in graphs["cpp_kernels_added"])
+        # every source whose tensor guard went float32 -> float64 in the diff, and none other
+        before, after = _guard_dtypes(pair["guards_removed"]), _guard_dtypes(pair["guards_added"])
+        moved = {s for s in before if (before[s], after.get(s)) == ("float32", "float64")}
+        assert len(moved) == 15 and {c["source"] for c in graphs["guard_changes"] if c["dtype"] == ["float32", "float64"]} == moved
+        # `scale`: a 0-d float32 tensor in the diff's removed guards, a Python float compared by value in its added ones
+        assert before["L['scale']"] == "float32" and "EQUALS_MATCH: L['scale'] == 0.5" in pair["guards_added"]
+        scale = next(c for c in graphs["guard_changes"] if c["source"] == "L['scale']")
+        assert scale["kind"] == ["tensor cpu float32", "float"]
+        assert "guard on scale: tensor cpu float32 → float" in v.cause.text, v.cause.text
+        assert "guards on x, self.blocks.0.down.bias (+13 more): float32 → float64" in v.cause.text, v.cause.text
+        # `check --json` carries the same cause with its parts
+        assert said[(v.metric, v.subject)] == json.loads(json.dumps(v.cause.to_json()))
 
 
 def test_an_edit_that_moves_the_frame_changes_no_graph(blocks):

@@ -22,7 +22,7 @@ from compilewatch.ingest.loader import ingest_paths
 from compilewatch.review import report
 from compilewatch.review.baseline import parse_spec
 from compilewatch.review.regressions import IMPROVEMENT, REGRESSION, SUSPICIOUS
-from compilewatch.review.weekly import review
+from compilewatch.review.weekly import GroupFacts, review
 from compilewatch.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -141,7 +141,43 @@ def test_a_settings_change_with_identical_graphs_is_a_regression_not_the_machine
         assert v.cause is not None and "get_num_threads" in v.cause.text and "2 → 1" in v.cause.text, v.cause
 
 
+def _diff_pairs(db: Path, base: str, cand: str, frame: tuple) -> list[dict]:
+    p = subprocess.run([sys.executable, "-m", "compilewatch", "diff", base, cand, "--db", str(db), "--json"],
+                       capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    return [x for x in json.loads(p.stdout)["pairs"]
+            if (x["frame"]["function"], x["frame"]["file"], x["frame"]["line"]) == frame]
+
+
 def test_activation_checkpointing_is_the_code_not_the_machine(cases_db):
     r = _review(cases_db, "label=v1,model=vjob", "label=v3-checkpoint,model=vjob")
     for v in _timing_moves(r, "vjob"):
         assert "host speed" not in v.summary and not any(e.kind == "host" for e in v.evidence), v.summary
+    # The cause any verdict of these runs gets is the checkpoint's graphs, as `compilewatch diff` shows
+    # them on the runs the cause read. Asked of the group directly: a step time that checkpointing
+    # slows by a fifth hides, on a shared two-core machine, in runs that scatter 3x.
+    with open_store(cases_db).read() as con:
+        runs = con.execute("""SELECT label, run_id, hardware FROM runs WHERE model = 'vjob'
+                              AND label IN ('v1', 'v3-checkpoint') ORDER BY started_at, run_id""").fetchall()
+        base = [rid for label, rid, _ in runs if label == "v1"]
+        cand = [rid for label, rid, _ in runs if label == "v3-checkpoint"]
+        parts = GroupFacts(con).cause_parts("vjob", runs[0][2], base, cand, base[-1], cand[-1])
+    graphs = next(p for p in parts if p.kind == "graphs")
+    frame = (graphs.fields["co_name"], graphs.fields["co_file"], graphs.fields["co_firstlineno"])
+    pairs = _diff_pairs(cases_db, graphs.fields["baseline_run"], graphs.fields["candidate_run"], frame)
+    assert pairs and any(x["changed"] for x in pairs)
+    ckpt = sum(n for x in pairs for op, n in x["ops_added"].items() if op.endswith("tag_activation_checkpoint"))
+    assert ckpt > 0 and graphs.fields["ops_added"].get("tag_activation_checkpoint") == ckpt, graphs.fields["ops_added"]
+    assert f"+{ckpt} tag_activation_checkpoint" in graphs.text, graphs.text
+    kernels = {}
+    for x in pairs:
+        for k, n in x["kernels_added"].items():
+            kernels[k] = kernels.get(k, 0) + n
+    assert graphs.fields["kernels_added"] == kernels
+    # and a verdict that did get worse says it, with the trade where the same runs' memory fell
+    better = {v.metric for v in r.improvements if v.model == "vjob"}
+    for v in (v for v in r.verdicts if v.model == "vjob" and v.worse):
+        assert v.cause is not None and any(p.kind == "graphs" and p.fields["ops_added"] == graphs.fields["ops_added"]
+                                           for p in v.cause.parts), (v.metric, v.cause)
+        if v.metric in ("step_time", "iteration_time") and "peak_memory" in better:
+            assert "the trade: peak memory -" in v.cause.text, v.cause.text

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from compilewatch.ingest.loader import ingest_paths
-from compilewatch.store import open_store, rollups
+from compilewatch.store import open_store, rollups, run_filter
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = sorted((REPO / "tests" / "fixtures" / "trace").glob("*.log.gz"))
@@ -363,7 +363,7 @@ def test_a_rebuild_of_every_run_in_slices_equals_raw(tmp_path, monkeypatch):
     store = open_store(tmp_path / "s" / "cw.duckdb")
     assert ingest_paths(store, INPUTS).ok
     sizes = assert_rollups_match(store)
-    monkeypatch.setattr(rollups, "RUNS_PER_STATEMENT", 1)
+    monkeypatch.setattr(run_filter, "RUNS_PER_STATEMENT", 1)
     with store.write() as con:
         rollups.refresh_rollups(con)
     assert assert_rollups_match(store) == sizes

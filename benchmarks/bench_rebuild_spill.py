@@ -2,14 +2,19 @@
 migrations' backfill and in benchmarks/gen_team_year.py.
 
     python benchmarks/gen_team_year.py --db .bench/ty10k/compilewatch.duckdb --runs 10000
-    python benchmarks/bench_rebuild_spill.py --db .bench/ty10k/compilewatch.duckdb [--mode backfill|all]
+    python benchmarks/bench_rebuild_spill.py --db .bench/ty10k/compilewatch.duckdb [--mode backfill|all|layout|layout-whole]
 
 Works on a copy of --db (the original is left as it was). ``--mode backfill`` runs every migration's
 backfill (store/derived.py: BACKFILLS), each in a transaction of its own, as a store migrated from before them
 does (store/embedded.py: _apply_migrations); ``--mode all`` rebuilds every derived table with
-store/derived.py's refresh_all, as gen_team_year.py does. A thread samples the size of the
+store/derived.py's refresh_all, as gen_team_year.py does; ``--mode layout`` rewrites the two largest
+event tables in file order as gen_team_year.py does after its inserts, a range of files per sort
+(``layout-whole``: each table in one sort, as it did before). A thread samples the size of the
 connection's temp_directory every 20 ms; the peak, the wall time and the peak per step are printed,
 with the store's runs and graph breaks, so a figure at another size can be projected from them.
+What a statement cannot hold in DuckDB's memory is what spills, so ``--memory-limit`` scaled down
+with the runs (100MB on 10,000 runs for the 1 GB a migration has on 100,000) shows at a size that
+fits a shared machine what the larger store spills.
 """
 from __future__ import annotations
 
@@ -19,16 +24,19 @@ import sys
 import tempfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from compilewatch.store import open_store  # noqa: E402
 from compilewatch.store import derived  # noqa: E402
 from compilewatch.store.files import folder_bytes  # noqa: E402
 
 SAMPLE_S = 0.02
+LAYOUT_TABLES = ("graph_breaks", "guard_failures")
 
 
 class Sampler(threading.Thread):
@@ -46,8 +54,10 @@ class Sampler(threading.Thread):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", required=True, type=Path, help="a store built by gen_team_year.py (left unchanged)")
-    ap.add_argument("--mode", choices=("backfill", "all"), default="backfill")
+    ap.add_argument("--mode", choices=("backfill", "all", "layout", "layout-whole"), default="backfill")
     ap.add_argument("--work", type=Path, help="folder for the copy (default: a new one beside --db)")
+    ap.add_argument("--memory-limit", help="DuckDB's memory for the rebuild instead of the one it sets (e.g. 100MB "
+                                           "on a 10,000-run store: what 1 GB is to a 100,000-run one)")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="spill-", dir=args.work or args.db.parent.parent))
     try:
@@ -57,6 +67,8 @@ def main(argv=None) -> int:
         with store.write() as con:
             runs, gbs = (con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in ("runs", "graph_breaks"))
             steps = prepare(con, args.mode)
+            if args.memory_limit:
+                con.execute(f"SET memory_limit = '{args.memory_limit}'")
             temp = Path(con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0] or f"{db}.tmp")
             temp = temp if temp.is_absolute() else Path.cwd() / temp
             settings = {k: con.execute(f"SELECT current_setting('{k}')").fetchall()[0][0]
@@ -82,6 +94,13 @@ def main(argv=None) -> int:
 
 def prepare(con, mode: str):
     """(name, callable(con)) per step of the rebuild, with the connection set as that rebuild sets it."""
+    if mode.startswith("layout"):   # gen_team_year.py's rewrite of its largest tables in file order
+        import gen_team_year
+        con.execute("SET threads = 2")
+        con.execute("SET memory_limit = '2GB'")
+        per_sort = None if mode == "layout-whole" else gen_team_year.FILES_PER_SORT
+        return [(f"file order of {t}", partial(gen_team_year.lay_out_in_file_order, only=(t,), files_per_sort=per_sort))
+                for t in LAYOUT_TABLES]
     if mode == "all":
         con.execute("SET threads = 2")
         con.execute("SET preserve_insertion_order = false")

@@ -83,7 +83,7 @@ def test_ingest_command_keeps_the_default_review_current(tmp_path, monkeypatch):
     _served_from_kept(store, later, monkeypatch)
 
 
-def test_a_duplicate_ingest_starts_no_refresh_and_turned_off_keeps_nothing(tmp_path):
+def test_turned_off_the_ingest_leaves_the_review_to_the_visit(tmp_path):
     db = tmp_path / "cw.duckdb"
     r = _cw("ingest", *FIRST[:2], "--db", db, "--quiet", env={"COMPILEWATCH_REVIEW_REFRESH": "0"})
     assert r.returncode == 0, r.stderr
@@ -181,6 +181,6 @@ def test_an_older_review_never_replaces_a_newer_one(tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def _no_stray_refreshers(monkeypatch):
-    """The in-process refreshes of these tests run as the dashboard's would; the env var is the default."""
+def _refresh_on(monkeypatch):
+    """The refresh as a team server has it, by default (tests/conftest.py turns it off elsewhere)."""
     monkeypatch.delenv("COMPILEWATCH_REVIEW_REFRESH", raising=False)

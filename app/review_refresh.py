@@ -170,4 +170,5 @@ if __name__ == "__main__":   # refresh_detached's process: the store from COMPIL
     from compilewatch.store import open_store
 
     logging.basicConfig(format="%(asctime)s compilewatch review refresh: %(message)s", level=logging.INFO)
-    sys.exit(0 if refresh(open_store()) else 1)
+    # the db named explicitly: open_store() alone reads a ducklake: spec as a file's name
+    sys.exit(0 if refresh(open_store(settings.get("db"), settings.get("data_path") or None)) else 1)

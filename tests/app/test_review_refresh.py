@@ -83,6 +83,20 @@ def test_ingest_command_keeps_the_default_review_current(tmp_path, monkeypatch):
     _served_from_kept(store, later, monkeypatch)
 
 
+def test_ingest_command_keeps_the_review_current_on_ducklake(lake_spec, tmp_path, monkeypatch):
+    """The same on a DuckLake store: the refresher process finds it by the db and data path the
+    ingest was given."""
+    data = tmp_path / "lake-data"
+    r = _cw("ingest", *FIRST[:3], "--db", lake_spec, "--data-path", data, "--quiet")
+    assert r.returncode == 0, r.stderr
+    store = open_store(lake_spec, data)
+    try:
+        _, kept = _wait_kept(store)
+        _served_from_kept(store, kept, monkeypatch)
+    finally:
+        store.close()
+
+
 def test_turned_off_the_ingest_leaves_the_review_to_the_visit(tmp_path):
     db = tmp_path / "cw.duckdb"
     r = _cw("ingest", *FIRST[:2], "--db", db, "--quiet", env={"COMPILEWATCH_REVIEW_REFRESH": "0"})

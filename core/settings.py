@@ -117,6 +117,13 @@ SETTINGS: tuple[Setting, ...] = (
         "step down to the machine).",
         secret=False, option="--no-probe",
     ),
+    Setting(
+        "review_refresh", "COMPILEWATCH_REVIEW_REFRESH", "1",
+        "Set to 0 to leave the Overview's kept review to its next visitor: otherwise `ingest`, `inbox` "
+        "(the push API's and dashboard's workers) and the upload page compute it for the Overview's "
+        "default view right after their runs are stored, so no visitor waits for it.",
+        secret=False,
+    ),
     # -- the weekly review's detection (review/rules.py reads these; README lists them) --------------
     Setting(
         "review_baseline", "COMPILEWATCH_REVIEW_BASELINE", "previous",

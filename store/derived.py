@@ -8,6 +8,7 @@ run when the migration that added them is applied."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 from functools import partial
 
 import duckdb
@@ -110,12 +111,36 @@ def refresh_all(con) -> None:
              *(partial(refresh_rollups, tables=(t,)) for t in ROLLUP_TABLES),
              *(partial(refresh_day_rollups, tables=(t,)) for t in DAY_TABLES),   # rollup_day_runs first
              *(partial(refresh_month_rollups, tables=(t,)) for t in MONTH_TABLES)]
-    for step in steps:
-        con.execute("BEGIN")
-        step(con)
-        con.execute("COMMIT")
+    with rebuilding(con):
+        for step in steps:
+            con.execute("BEGIN")
+            step(con)
+            con.execute("COMMIT")
+
+
+# While every run is rebuilt (a migration's backfill, refresh_all), DuckDB's temp files are capped:
+# what one statement over a slice of runs spills is bounded (store/run_filter.py), and a store whose
+# slices spill past this is refused with DuckDB's out-of-memory error, which the migration reports
+# with its hint and rolls back, rather than filling the store's disk. No row's order matters to a
+# rebuilt table, so DuckDB need not hold a statement's rows back to write them in the order they
+# were selected.
+REBUILD_SETTINGS = {"preserve_insertion_order": "false", "max_temp_directory_size": "'8GiB'"}
+
+
+@contextmanager
+def rebuilding(con):
+    """REBUILD_SETTINGS on `con` for the block, each put back as it was afterwards."""
+    before = {k: con.execute(f"SELECT current_setting('{k}')").fetchall()[0][0] for k in REBUILD_SETTINGS}
+    for k, v in REBUILD_SETTINGS.items():
+        con.execute(f"SET {k} = {v}")
+    try:
+        yield con
+    finally:
+        for k, v in before.items():
+            con.execute(f"SET {k} = {str(v).lower() if isinstance(v, bool) else repr(str(v))}")
 
 
 def after_migration(con, name: str) -> None:
-    for refresh in BACKFILLS.get(name, ()):
-        refresh(con)
+    with rebuilding(con):
+        for refresh in BACKFILLS.get(name, ()):
+            refresh(con)

@@ -30,6 +30,12 @@ def store_version(con) -> str:
     return f"{n}.{top}.{parsers}.{records}"
 
 
+def is_kept(con, view_key: str, version: str) -> bool:
+    """Whether the view's review is kept for this store version: one row read, none of the review."""
+    return bool(con.execute("SELECT count(*) FROM review_snapshots WHERE view_key = ? AND store_version = ?",
+                            [view_key, version]).fetchall()[0][0])
+
+
 def load(con, view_key: str, version: str) -> Kept | None:
     """The view's review kept for this store version, or None when none is."""
     snap = con.execute("SELECT computed_at, seconds, columns_json FROM review_snapshots "
@@ -50,7 +56,12 @@ def load(con, view_key: str, version: str) -> Kept | None:
 
 def keep(store, view_key: str, version: str, parts: dict[str, pd.DataFrame], seconds: float) -> Kept:
     """Store the view's review for this store version, dropping what was kept for older versions.
-    Leaves the store's data_version alone: the data did not change, only what is derived from it."""
+    Leaves the store's data_version alone: the data did not change, only what is derived from it.
+
+    Keeps nothing when the store has moved past ``version`` meanwhile (a writer that read before
+    another's ingest must not drop the newer version's review for its older one), nor when the view
+    is already kept for it (two writers that computed it at once keep one copy); the Kept returned
+    then holds these parts as computed."""
     computed_at = datetime.now(timezone.utc).replace(tzinfo=None)
     rows = [(part, i, json.dumps(r, default=str))
             for part, frame in parts.items()
@@ -58,6 +69,8 @@ def keep(store, view_key: str, version: str, parts: dict[str, pd.DataFrame], sec
     columns = json.dumps({part: list(map(str, frame.columns)) for part, frame in parts.items()})
     for attempt in store.transactions(bump_version=False):
         with attempt as con:
+            if store_version(con) != version or is_kept(con, view_key, version):
+                break
             for table in ("review_snapshots", "review_rows"):
                 con.execute(f"DELETE FROM {table} WHERE store_version <> ?", [version]).fetchall()
             con.execute("INSERT INTO review_snapshots (view_key, store_version, computed_at, seconds, columns_json) "

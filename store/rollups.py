@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from compilewatch.store.compile_time import PER_COMPILE
-from compilewatch.store.run_filter import runs_match, runs_param
+from compilewatch.store.run_filter import run_slices, runs_match, runs_param
 
 # The hotspot grouping of a graph break; parsers fill break_key, the fallback keeps rows from an
 # older parser grouped too. The pages' drill-down into one key reads graph_breaks with the same text.
@@ -129,19 +129,12 @@ _ROLLUPS = {
 TABLES = tuple(_ROLLUPS)
 
 
-# Runs summed per statement when every run is rebuilt (a migration's backfill, reingest --all): one
-# statement over a 100,000-run store ran out of DuckDB's memory (2 GB) while grouping its 11 M
-# graph breaks; a slice of runs by hash keeps each statement's groups small at any store size.
-RUNS_PER_STATEMENT = 2000
-
-
 def refresh_rollups(con, run_ids: Sequence[str] | None = None, tables: tuple[str, ...] = TABLES) -> None:
     """Rebuild the rollups of the runs ``run_ids``, or of every run when None, from the event
     tables. Runs inside the caller's transaction. ``tables`` (with run_ids None) rebuilds only
     those: a migration's backfill builds the tables it added, and no table a later migration adds."""
     if run_ids is None:
-        runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
-        slices = max(1, -(-runs // RUNS_PER_STATEMENT))
+        slices = run_slices(con)   # a slice of runs per statement (store/run_filter.py)
     else:
         flt, param = runs_match(run_ids), [runs_param(run_ids)]
     for table, select in _ROLLUPS.items():
@@ -149,8 +142,7 @@ def refresh_rollups(con, run_ids: Sequence[str] | None = None, tables: tuple[str
             continue
         if run_ids is None:
             con.execute(f"DELETE FROM {table}").fetchall()
-            for i in range(slices):
-                flt = f"hash(run_id) % {slices} = {i}"
+            for flt in slices:
                 con.execute(f"INSERT INTO {table} {select.replace('{flt}', flt)}").fetchall()
         else:
             con.execute(f"DELETE FROM {table} WHERE {flt}", param).fetchall()

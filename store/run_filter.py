@@ -20,3 +20,19 @@ def runs_match(run_ids: Sequence[str], column: str = "run_id") -> str:
 
 def runs_param(run_ids: Sequence[str]):
     return run_ids[0] if len(run_ids) == 1 else list(run_ids)
+
+
+# Runs summed per statement when every run is rebuilt (a migration's backfill, gen_team_year.py):
+# one statement over a 100,000-run store ran out of DuckDB's memory (2 GB) while grouping its 11 M
+# graph breaks, and what a statement cannot hold it spills to the temp directory (36 GB over a full
+# rebuild of that store). A slice of runs by hash keeps each statement's groups, and so its memory and
+# spill, the size of one slice's at any store size.
+RUNS_PER_STATEMENT = 2000
+
+
+def run_slices(con, column: str = "run_id") -> list[str]:
+    """SQL conditions on ``column`` that split the stored runs into slices of about
+    RUNS_PER_STATEMENT runs, each run in exactly one: what a rebuild of every run runs per statement."""
+    runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
+    n = max(1, -(-runs // RUNS_PER_STATEMENT))
+    return [f"hash({column}) % {n} = {i}" for i in range(n)]

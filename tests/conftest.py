@@ -8,6 +8,15 @@ REPO = Path(__file__).resolve().parent.parent
 PUBLIC_LOGS = REPO.parent / "shared" / "public_logs" / "tlparse"
 
 
+@pytest.fixture(autouse=True)
+def _review_left_to_the_visitor(monkeypatch):
+    """The writers' refresh of the Overview's kept review (app/review_refresh.py) off, as
+    COMPILEWATCH_REVIEW_REFRESH=0 turns it off: the process each `compilewatch ingest` starts for it
+    would outlive its test and read a store that pytest is removing. tests/app/test_review_refresh.py
+    turns it back on."""
+    monkeypatch.setenv("COMPILEWATCH_REVIEW_REFRESH", "0")
+
+
 @pytest.fixture
 def public_logs() -> Path:
     """The public tlparse test logs beside the checkout (never copied into the repo)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from compilewatch.app import auth, ui
+from compilewatch.app import auth, review_refresh, ui
 from compilewatch.app import dashboard_settings as settings
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries import upload
@@ -98,6 +98,9 @@ if go and files:
         report = ingest_paths(store, paths, model=model.strip() or None, label=label.strip() or None,
                               torch_version=torch_version.strip() or None, progress=progress, source="upload",
                               uploaded_by=auth.current_user())
+        if report.count("stored") + report.count("partial"):
+            # the Overview's next visitor reads the review kept for these runs instead of computing it
+            review_refresh.refresh_in_background(store)
         st.session_state["up_result"] = pd.DataFrame([{
             "file": r.name, "kind": r.kind, "status": r.status, "run_id": r.run_id,
             "events": r.total_records, "errors": r.errors, "duplicate": r.status == "duplicate",

@@ -138,6 +138,8 @@ def cmd_ingest(args) -> int:
     print(f"\n{report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
           f"{skipped}{report.count('failed')} failed, {report.errors} unparsable line(s) kept in ingest_errors "
           f"-> {store.db_path}")
+    if report.count("stored") + report.count("partial"):
+        keep_review_current(store, detached=True)
     if report.bad_input:
         return refused([f"{f.name}: {f.message}" for f in report.bad_input])
     if not report.ok:
@@ -145,6 +147,20 @@ def cmd_ingest(args) -> int:
     if args.strict and report.errors:
         return 1
     return 0
+
+
+def keep_review_current(store, detached: bool) -> None:
+    """After runs were stored: the Overview's kept review brought current (app/review_refresh.py), in a
+    process of its own for a command that ends now, else in a thread. Never fails the command."""
+    from compilewatch.app import review_refresh
+
+    try:
+        if detached:
+            review_refresh.refresh_detached(store)
+        else:
+            review_refresh.refresh_in_background(store)
+    except (OSError, RuntimeError) as e:   # not started: the next visit computes the review, as before
+        print(f"compilewatch: the Overview's review is left to its next visit ({safe(str(e))})", file=sys.stderr)
 
 
 @command("summarize", "parse without storing and print the counts",
@@ -334,6 +350,8 @@ def cmd_inbox(args) -> int:
     def show(name, report):
         print(f"{safe(name)}: {report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
               f"{report.count('failed')} failed", flush=True)
+        if args.watch and report.count("stored") + report.count("partial"):
+            keep_review_current(store, detached=False)   # the worker goes on to the next entry meanwhile
     if args.watch:
         from compilewatch.core.signals import stop_on_signals
 
@@ -349,6 +367,8 @@ def cmd_inbox(args) -> int:
     results = process_once(store)
     for name, report in results:
         show(name, report)
+    if any(r.count("stored") + r.count("partial") for _, r in results):
+        keep_review_current(store, detached=True)
     if not results:
         print(f"nothing waiting in {store.inbox_dir}")
     return 0 if all(r.ok for _, r in results) else 1

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from compilewatch.ingest.loader import ingest_paths
-from compilewatch.store import open_store, rollups
+from compilewatch.store import open_store, rollups, run_filter
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = sorted((REPO / "tests" / "fixtures" / "trace").glob("*.log.gz"))
@@ -363,10 +363,27 @@ def test_a_rebuild_of_every_run_in_slices_equals_raw(tmp_path, monkeypatch):
     store = open_store(tmp_path / "s" / "cw.duckdb")
     assert ingest_paths(store, INPUTS).ok
     sizes = assert_rollups_match(store)
-    monkeypatch.setattr(rollups, "RUNS_PER_STATEMENT", 1)
+    monkeypatch.setattr(run_filter, "RUNS_PER_STATEMENT", 1)
     with store.write() as con:
         rollups.refresh_rollups(con)
     assert assert_rollups_match(store) == sizes
+
+
+def test_a_rebuild_of_every_run_caps_its_temp_files_then_puts_the_settings_back(tmp_path):
+    """While every run is rebuilt (a backfill, refresh_all) DuckDB's temp files are capped and it
+    need not keep insertion order (store/derived.py: REBUILD_SETTINGS); the writer's own settings
+    are back afterwards."""
+    from compilewatch.store import derived
+
+    def now(con):
+        return {k: con.execute(f"SELECT current_setting('{k}')").fetchall()[0][0]
+                for k in ("max_temp_directory_size", "preserve_insertion_order")}
+    store = open_store(tmp_path / "cw.duckdb")
+    with store.write() as con:
+        before = now(con)
+        with derived.rebuilding(con):
+            assert now(con) == {"max_temp_directory_size": "8.0 GiB", "preserve_insertion_order": False}
+        assert now(con) == before and before["preserve_insertion_order"] is True
 
 
 def test_rollups_equal_raw_after_store_copy_both_ways(tmp_path, lake_spec):

@@ -133,6 +133,26 @@ def test_one_refresh_for_all_equals_per_run_refreshes(db):
     assert after == before and len(before) > 40
 
 
+def test_a_refresh_for_all_in_slices_of_one_run_equals_per_run_refreshes(db, monkeypatch):
+    """A rebuild of every run sums a slice of runs per statement (store/run_filter.py), so a
+    team-year store's medians fit in memory instead of spilling; with one run per slice every run
+    still gets its rows once."""
+    from compilewatch.store import run_filter, run_metrics
+    with db.read() as con:
+        before = sorted(con.execute("SELECT * FROM run_metrics").fetchall(), key=repr)
+        runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
+    monkeypatch.setattr(run_filter, "RUNS_PER_STATEMENT", 1)
+    sliced = []
+    monkeypatch.setattr(run_metrics, "run_slices", lambda con: sliced.extend(run_filter.run_slices(con)) or sliced)
+    with db.write() as con:
+        con.execute("BEGIN")
+        refresh_run_metrics(con)
+        after = sorted(con.execute("SELECT * FROM run_metrics").fetchall(), key=repr)
+        con.execute("ROLLBACK")
+    assert len(sliced) == runs > 1   # one statement per run
+    assert after == before and len(before) > 40
+
+
 def test_a_store_from_before_is_backfilled_on_migration_and_by_reingest(tmp_path):
     """Make a schema-1 store holding real runs, then open it with this version."""
     store = open_store(tmp_path / "cw.duckdb")

@@ -33,9 +33,11 @@ def receipt(report: IngestReport) -> dict:
             "files": [{k: v for k, v in asdict(f).items() if k in _RECEIPT_FIELDS} for f in report.files]}
 
 
-def process_once(store, stop: threading.Event | None = None) -> list[tuple[str, IngestReport]]:
+def process_once(store, stop: threading.Event | None = None, on_result=None) -> list[tuple[str, IngestReport]]:
     """One pass: put dead workers' claims back, then claim and ingest each waiting entry, until
-    `stop` is set. Returns (entry name, its IngestReport) per entry this worker took."""
+    `stop` is set. Returns (entry name, its IngestReport) per entry this worker took, and calls
+    on_result(name, report) as each is settled: a worker stopped later in the pass (its held
+    writes' refresh included) has still said what it settled."""
     inbox = claims.for_store(store)   # a folder or an object store's prefix: the same steps
     inbox.recover()
     results = []
@@ -59,6 +61,8 @@ def process_once(store, stop: threading.Event | None = None) -> list[tuple[str, 
             inbox.write_receipt(entry.name, receipt(report))
             inbox.settle(claimed, None if report.ok else reasons)
             results.append((entry.name, report))
+            if on_result:
+                on_result(entry.name, report)
     finally:
         inbox.release()
     return results
@@ -71,7 +75,5 @@ def watch(store, interval: float = 5.0, on_result=None, stop_after: float | None
     stop = stop or threading.Event()
     deadline = None if stop_after is None else time.monotonic() + stop_after
     while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
-        for name, report in process_once(store, stop):
-            if on_result:
-                on_result(name, report)
+        process_once(store, stop, on_result)
         stop.wait(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))

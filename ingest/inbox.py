@@ -69,11 +69,14 @@ def process_once(store, stop: threading.Event | None = None, on_result=None) -> 
 
 
 def watch(store, interval: float = 5.0, on_result=None, stop_after: float | None = None,
-          stop: threading.Event | None = None) -> None:
-    """process_once every `interval` seconds, calling on_result(name, report) per entry, until
-    `stop_after` seconds have passed (None: for ever) or `stop` is set."""
+          stop: threading.Event | None = None, after_pass=None) -> None:
+    """process_once every `interval` seconds, calling on_result(name, report) per entry as it is
+    settled and after_pass(results) once a pass that took entries has ended, until `stop_after`
+    seconds have passed (None: for ever) or `stop` is set."""
     stop = stop or threading.Event()
     deadline = None if stop_after is None else time.monotonic() + stop_after
     while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
-        process_once(store, stop, on_result)
+        results = process_once(store, stop, on_result)
+        if after_pass and results:
+            after_pass(results)
         stop.wait(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))

@@ -353,8 +353,11 @@ def cmd_inbox(args) -> int:
     def show(name, report):
         print(f"{safe(name)}: {report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
               f"{report.count('failed')} failed", flush=True)
-        if args.watch and report.count("stored") + report.count("partial"):
-            keep_review_current(store, detached=False)   # the worker goes on to the next entry meanwhile
+
+    def after_pass(results):
+        # once the pass has let its held writes go: the worker goes on to the next pass meanwhile
+        if any(r.count("stored") + r.count("partial") for _, r in results):
+            keep_review_current(store, detached=False)
     if args.watch:
         from compilewatch.core.signals import stop_on_signals
 
@@ -362,7 +365,7 @@ def cmd_inbox(args) -> int:
             try:
                 # said once the handlers are in: a signal sent on reading this line is handled, never the default's
                 print(f"watching {store.inbox_dir} every {args.interval:g} s (Ctrl-C or SIGTERM stops)", flush=True)
-                watch(store, args.interval, show, stop=stop.event)
+                watch(store, args.interval, show, stop=stop.event, after_pass=after_pass)
             except KeyboardInterrupt:   # mid-entry: its ingest rolled back, the entry back in the inbox
                 pass
         print(f"stopped ({stop.name or 'interrupted'})", flush=True)

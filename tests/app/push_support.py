@@ -39,7 +39,10 @@ class TeamServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "COMPILEWATCH_DB": str(self.db), "COMPILEWATCH_BOOTSTRAP": "0",
-                    "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **(extra_env or {})}
+                    "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+                    # as every test but test_review_refresh.py (tests/conftest.py); a module's server
+                    # starts before that function-scoped setting applies
+                    "COMPILEWATCH_REVIEW_REFRESH": "0", **(extra_env or {})}
         if lake_spec:
             self.env["COMPILEWATCH_DATA_PATH"] = str(self.store_folder)
         self.inbox_workers = inbox_workers

@@ -39,6 +39,7 @@ class stop_on_signals:
         self._before: dict = {}
         self._wakeup_before = -1
         self._wake_w = -1
+        self._seen = False      # a signal came (the watcher's count)
 
     @property
     def name(self) -> str:
@@ -69,7 +70,6 @@ class stop_on_signals:
                 self.event.set()
                 threading.Thread(target=self._grace, args=(signum,), name="stop-grace", daemon=True).start()
 
-    _seen = False
 
     def _grace(self, signum: int) -> None:
         threading.Event().wait(self.grace_s)

@@ -9,6 +9,7 @@ import gzip
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -257,6 +258,7 @@ def test_a_receipts_run_link_opens_its_run_page(server, tmp_path):
     """The pages are served by the same server as the API (st.App): the link a receipt gives opens
     the run's Run detail page in Chromium, with the run on it and no exception."""
     from browser_support import chromium_page, missing_browser, wait_for_app_idle
+    from playwright.sync_api import expect
 
     reason = missing_browser()
     if reason:
@@ -270,7 +272,9 @@ def test_a_receipts_run_link_opens_its_run_page(server, tmp_path):
         page.get_by_text("Graph breaks").first.wait_for()
         wait_for_app_idle(page, 120_000)
         assert page.locator('[data-testid="stException"]').count() == 0
-        assert run["run_id"] in page.content()          # the run the link names is the one picked
+        # the run the link names is the one picked: the Run picker's value (a property of its input,
+        # which the page's HTML carries only when the input was first drawn with it) starts with it
+        expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile("^" + run["run_id"]))
         with tarfile.open(SAMPLES[1]) as tf:
             manifest = json.load(tf.extractfile(next(m for m in tf if m.name.endswith("manifest.json"))))
         page.get_by_text(manifest["model"], exact=True).first.wait_for()   # the Model field, once rendered

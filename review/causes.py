@@ -188,9 +188,13 @@ def trade_part(v: Verdict, improvements: list[Verdict]) -> CausePart | None:
 
 
 def sentence(v: Verdict, parts: list[CausePart]) -> str:
-    """The cause in one sentence: the two parts that say most for this kind of verdict, then the trade."""
+    """The cause in one sentence: the ranks that carry it (in a multi-rank job, where it happened says
+    as much as what happened, so it is never crowded out), the two parts that say most for this kind
+    of verdict, then the trade."""
     by = {p.kind: p for p in parts}
-    main = [by[k].text for k in _order(v) if k in by][:2]
+    main = [by[k].text for k in _order(v) if k in by and k != "ranks"][:2]
+    if "ranks" in by:
+        main.insert(0, by["ranks"].text)
     text = "; ".join(main)
     if "trade" in by:
         text = (text + "; " if text else "") + "the trade: " + by["trade"].text

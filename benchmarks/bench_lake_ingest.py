@@ -1,7 +1,7 @@
-"""Ingest throughput on the DuckLake team store with 1, 2 and 4 concurrent workers (and the embedded
-store beside it), on the same real bundles.
+"""Ingest throughput on the DuckLake team store with 1, 4, 8 and 20 concurrent writers (and the
+embedded store beside it), on the same real bundles.
 
-    python benchmarks/bench_lake_ingest.py [--bundles 24] [--workers 1,2,4] [--json out.json]
+    python benchmarks/bench_lake_ingest.py [--bundles 40] [--workers 1,4,8,20] [--team-runs N] [--json out.json]
 
 Inputs: the collector bundles in sample_logs/cpu-torch2.13/ (real CPU torch.compile runs), each
 unpacked and re-sent under --bundles / 7 new run ids (a rerun of the same job: every file is stored
@@ -11,7 +11,13 @@ local PostgreSQL from store/pglocal.py, started here); the bundles are split bet
 MB/s, CPU seconds used per wall second by the workers (2.0 means both cores of this machine busy
 with our work) and the load average: together they say whether our CPU, the machine's other users or
 waiting on the store (PostgreSQL round trips, commits) is the limit. Every run checks that each
-bundle's run is stored once.
+bundle's run is stored once, each file once, and that no file failed.
+
+The commits retried per file are what the ingests' own result tables say (the summary line counts
+the commits that lost a race with another writer's and ran again). With --team-runs N each
+measurement's store first holds N runs of a team's year (benchmarks/gen_team_year.py, built once
+embedded and copied into each fresh catalog with `store copy`; not timed): the writers then add
+their bundles to a store in use rather than to an empty one.
 
 On DuckLake it also prints the PostgreSQL round trips per stored file, counted by the server
 itself: the catalog database logs every statement it receives (`log_statement = all`, one log line
@@ -104,12 +110,36 @@ class RoundTrips:
         return dict(statements=sum(counts.values()), transactions=xacts, rollbacks=rollbacks, **counts)
 
 
+# the closing line of `compilewatch ingest`, with the retries it adds when there were any
+SUMMARY = re.compile(r"^(\d+) stored, (\d+) duplicate, (?:\d+ skipped \(not logs\), )?(\d+) failed"
+                     r".*?(?:, (\d+) commit\(s\) retried after a conflict)?$", re.M)
+
+
+def summary(out: str) -> dict:
+    m = SUMMARY.search(out)
+    if not m:
+        raise SystemExit(f"no summary line in an ingest's output: {out[-2000:]}")
+    return dict(zip(("stored", "duplicate", "failed", "retries"), (int(g or 0) for g in m.groups())))
+
+
+def team_store(pg: LocalPostgres, name: str, data_path: Path, runs: int, built: Path) -> None:
+    """Fill catalog `name` (fresh) with `runs` runs of a team's year: gen_team_year.py builds them
+    once in an embedded store at `built`, then copies that store into the catalog."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "gen_team_year.py"), "--db", str(built), "--runs", str(runs),
+           "--lake", pg.lake_spec(name), "--data-path", str(data_path)]
+    subprocess.run(cmd + (["--reuse"] if built.exists() else []), cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+
+
 def measure(db: str, data_path: Path | None, bundles: list[Path], workers: int,
             trips: RoundTrips | None = None) -> dict:
     env = {**os.environ, "COMPILEWATCH_DB": db}
     if data_path:
         env["COMPILEWATCH_DATA_PATH"] = str(data_path)
-    open_store(db, data_path).close()   # migrations are not part of the ingest figure
+    store = open_store(db, data_path)   # migrations are not part of the ingest figure
+    with store.read() as con:   # what the store held before: a team's runs (--team-runs)
+        base = con.execute("SELECT (SELECT count(*) FROM runs), count(*), coalesce(sum(size_bytes), 0) / 1e6 "
+                           "FROM files").fetchall()[0]
+    store.close()
     shares = [bundles[k::workers] for k in range(workers)]
     if trips:
         trips.start()
@@ -125,15 +155,23 @@ def measure(db: str, data_path: Path | None, bundles: list[Path], workers: int,
         raise SystemExit(f"an ingest failed: {outs}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     counted = trips.stop() if trips else None
+    told = [summary(out) for out, _ in outs]
     store = open_store(db, data_path)
     with store.read() as con:
         runs, distinct = con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs").fetchall()[0]
         files, mb = con.execute("SELECT count(*), sum(size_bytes) / 1e6 FROM files").fetchall()[0]
+        stored_once = con.execute("SELECT count(DISTINCT (run_id, sha256)) FROM files").fetchall()[0][0]
     store.close()
-    if runs != len(bundles) or distinct != runs:
-        raise SystemExit(f"expected {len(bundles)} runs stored once, found {runs} ({distinct} distinct)")
+    runs, distinct, files, mb = runs - base[0], distinct - base[0], files - base[1], mb - base[2]
+    if runs != len(bundles) or distinct != runs or stored_once - base[1] != files:
+        raise SystemExit(f"expected {len(bundles)} runs stored once, found {runs} ({distinct} distinct), "
+                         f"{files} files of which {stored_once - base[1]} distinct")
+    if sum(t["stored"] for t in told) != files or any(t["failed"] for t in told):
+        raise SystemExit(f"the ingests said {told}, the store holds {files} new files")
+    retries = sum(t["retries"] for t in told)
     out = dict(workers=workers, wall_s=round(wall, 2), bundles_per_s=round(len(bundles) / wall, 2),
                files_per_s=round(files / wall, 1), mb_per_s=round(mb / wall, 2), files=files, mb=round(mb, 1),
+               retries=retries, retries_per_file=round(retries / files, 3),
                cpu_per_wall=round(cpu / wall, 2), load_avg=round(os.getloadavg()[0], 1))
     if counted:
         out["round_trips"] = counted
@@ -143,8 +181,9 @@ def measure(db: str, data_path: Path | None, bundles: list[Path], workers: int,
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bundles", type=int, default=24)
-    ap.add_argument("--workers", default="1,2,4")
+    ap.add_argument("--bundles", type=int, default=40)
+    ap.add_argument("--workers", default="1,4,8,20")
+    ap.add_argument("--team-runs", type=int, default=0, help="runs each DuckLake store holds before the writers start")
     ap.add_argument("--no-embedded", action="store_true", help="skip the embedded store's figures")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
@@ -159,11 +198,13 @@ def main(argv=None) -> int:
         # the database's name on each log line, so the count is the benchmark's catalog's alone
         pg.psql("ALTER SYSTEM SET log_line_prefix = '%d|'")
         pg.psql("SELECT pg_reload_conf()")
-        print(f"{len(bundles)} bundles; PostgreSQL on 127.0.0.1:{pg.port}; {os.cpu_count()} CPUs; "
+        print(f"{len(bundles)} bundles{f' into stores of {args.team_runs:,} runs' if args.team_runs else ''}; PostgreSQL on 127.0.0.1:{pg.port}; {os.cpu_count()} CPUs; "
               f"load average {os.getloadavg()[0]:.1f} (other users of the machine count too)")
         for k in counts:
             name = f"ingest_{k}"
             pg.create_database(name, fresh=True)
+            if args.team_runs:
+                team_store(pg, name, tmp / f"lake-{k}", args.team_runs, tmp / "team" / "cw.duckdb")
             r = measure(pg.lake_spec(name), tmp / f"lake-{k}", bundles, k, RoundTrips(pg, name))
             results.append(dict(backend="ducklake", **r))
             per = r["round_trips_per_file"]
@@ -172,8 +213,8 @@ def main(argv=None) -> int:
                   f"load {r['load_avg']:.1f}", flush=True)
             print(f"          PostgreSQL per file: {per['statements']:.1f} statements ({per['claims']:.1f} claims, "
                   f"{per['file_ids']:.1f} file ids, {per['ducklake_catalog']:.1f} DuckLake catalog, "
-                  f"{per['other']:.1f} other), {per['transactions']:.1f} transactions, {per['rollbacks']:.2f} rollbacks",
-                  flush=True)
+                  f"{per['other']:.1f} other), {per['transactions']:.1f} transactions, {per['rollbacks']:.2f} rollbacks; "
+                  f"{r['retries_per_file']:.3f} commits retried ({r['retries']} in all)", flush=True)
         if not args.no_embedded:
             for k in counts:
                 r = measure(str(tmp / f"emb-{k}" / "cw.duckdb"), None, bundles, k)

@@ -56,52 +56,84 @@ def page_latency(spec: str, data_path: Path, f: Filters) -> dict:
             times.append(time.perf_counter() - t)
         out[name] = {"cold": times[0], "warm": times[1]}
     store.close()
+    out["load"] = os.getloadavg()[0]
     return out
+
+
+def catalog_state(pg: LocalPostgres, dbname: str) -> dict:
+    """What the catalog database holds: DuckLake's snapshots and live data files, the rows and dead
+    row versions of its tables (PostgreSQL's own statistics; a dead version is left by a DELETE or
+    UPDATE until VACUUM), and the database's size."""
+    def one(sql: str):
+        return pg.psql(sql, dbname=dbname)
+    live, dead = one("SELECT coalesce(sum(n_live_tup), 0) || '|' || coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables "
+                     "WHERE relname LIKE 'ducklake%'").split("|")
+    return {"snapshots": int(one("SELECT count(*) FROM ducklake_snapshot")),
+            "live_data_files": int(one("SELECT count(*) FROM ducklake_data_file WHERE end_snapshot IS NULL")),
+            "catalog_rows": int(live), "dead_row_versions": int(dead),
+            "catalog_mib": round(int(one("SELECT pg_database_size(current_database())")) / 2**20, 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ingests", type=int, default=1000)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--keep", type=Path, help="build the store in this folder and keep it (PostgreSQL stopped)")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: measure the store kept there, no ingests")
     args = ap.parse_args(argv)
-    tmp = Path(tempfile.mkdtemp(prefix="cw-bench-maintain-"))
+    tmp = args.keep or Path(tempfile.mkdtemp(prefix="cw-bench-maintain-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     tmp.chmod(0o755)  # the server runs as the postgres user when this runs as root
     pg = LocalPostgres(tmp / "postgres")
     try:
-        bundles = make_bundles(args.ingests, tmp)
         pg.start()
-        pg.create_database("maintain", fresh=True)
         spec, data = pg.lake_spec("maintain"), tmp / "lake"
-        store = open_store(spec, data)
-        t = time.perf_counter()
-        for b in bundles:
-            assert ingest_paths(store, [b]).ok
-        ingest_s = time.perf_counter() - t
-        store.close()
+        ingest_s = None
+        if not args.reuse:
+            bundles = make_bundles(args.ingests, tmp)
+            pg.create_database("maintain", fresh=True)
+            store = open_store(spec, data)
+            t = time.perf_counter()
+            for b in bundles:
+                assert ingest_paths(store, [b]).ok
+            ingest_s = time.perf_counter() - t
+            store.close()
         today = date.today()
         f = Filters(start=today - timedelta(days=6), end=today)
         lake = data / "lake"
+        time.sleep(1.0)   # PostgreSQL's statistics reach pg_stat_user_tables within a second
         before = {"parquet_files": parquet_files(lake), "bytes": sum(p.stat().st_size for p in lake.rglob("*") if p.is_file()),
-                  "latency": page_latency(spec, data, f)}
+                  "catalog": catalog_state(pg, "maintain"), "latency": page_latency(spec, data, f)}
         t = time.perf_counter()
         result = open_store(spec, data).maintain(expire_older_than_days=0)
         maintain_s = time.perf_counter() - t
+        time.sleep(1.0)
         after = {"parquet_files": parquet_files(lake), "bytes": sum(p.stat().st_size for p in lake.rglob("*") if p.is_file()),
-                 "latency": page_latency(spec, data, f)}
+                 "catalog": catalog_state(pg, "maintain"), "latency": page_latency(spec, data, f)}
+        # the same reads once more: what a second look at the pages sees, the machine's load moved meanwhile
+        again = {"latency": page_latency(spec, data, f)}
         out = {"ingests": args.ingests, "ingest_s": ingest_s, "maintain_s": maintain_s, "steps": result.steps,
-               "before": before, "after": after, "load_average": os.getloadavg()[0]}
-        print(f"{args.ingests} ingests in {ingest_s:.0f} s; maintain {maintain_s:.1f} s ({', '.join(result.steps)}); "
+               "before": before, "after": after, "after_again": again, "load_average": os.getloadavg()[0]}
+        print(f"{args.ingests} ingests in {ingest_s or 0:.0f} s; maintain {maintain_s:.1f} s ({', '.join(result.steps)}); "
               f"load average {out['load_average']:.1f}")
         print(f"Parquet files {before['parquet_files']:,} -> {after['parquet_files']:,}; "
               f"{before['bytes'] / 2**20:.1f} MiB -> {after['bytes'] / 2**20:.1f} MiB")
+        for k in before["catalog"]:
+            print(f"  catalog {k:<18} {before['catalog'][k]:>10,} -> {after['catalog'][k]:>10,}")
+        print(f"  {'load average':<18} {before['latency']['load']:6.1f}   -> {after['latency']['load']:6.1f},   "
+              f"again {again['latency']['load']:6.1f}")
+        print(f"  {'open':<18} {before['latency']['open']:6.2f} s -> {after['latency']['open']:6.2f} s, "
+              f"again {again['latency']['open']:6.2f} s")
         for name, _ in QUERIES:
-            b, a = before["latency"][name], after["latency"][name]
-            print(f"  {name:<18} cold {b['cold']:6.2f} s -> {a['cold']:6.2f} s   warm {b['warm']:6.2f} s -> {a['warm']:6.2f} s")
+            b, a, a2 = before["latency"][name], after["latency"][name], again["latency"][name]
+            print(f"  {name:<18} cold {b['cold']:6.2f} s -> {a['cold']:6.2f} s, again {a2['cold']:6.2f} s   "
+                  f"warm {b['warm']:6.2f} s -> {a['warm']:6.2f} s, again {a2['warm']:6.2f} s")
         if args.json:
             args.json.write_text(json.dumps(out, indent=2))
     finally:
-        pg.stop("immediate")
-        shutil.rmtree(tmp, ignore_errors=True)
+        pg.stop("fast" if args.keep else "immediate")
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

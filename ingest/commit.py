@@ -31,6 +31,7 @@ class FileRow:
     errors: int
     bundled: bool = False       # a bundle's file: a duplicate only within the same run
     file_id: int | None = None  # set: replace the rows of this stored file (reingest)
+    retries: int = 0            # set by store_file: commits that lost a race with another host's and ran again
 
 
 def store_file(store, sink: StagingSink, f: FileRow, run: dict | None = None) -> str | None:
@@ -38,34 +39,43 @@ def store_file(store, sink: StagingSink, f: FileRow, run: dict | None = None) ->
     transaction. Returns the run that already holds the same content, in which case nothing is
     written. The file's claim (store.claim_file: the embedded store's writer lock, DuckLake's
     claims) makes "is it stored already?" and the write one step, so two processes or hosts never
-    store one file twice; the rows are written here, in the transactions the claim hands out."""
+    store one file twice; the rows are written here, in the transactions the claim hands out. The
+    commits run again because another host's commit conflicted are counted in f.retries."""
     release_freed()   # what the parse freed, not held under the DuckDB load (core/heap.py)
     if f.file_id is not None:   # a stored file parsed again: its rows are replaced
         with store.rewrite_file() as claim:
-            _in_transactions(claim.transactions, lambda con: _write(con, sink, f, f.file_id, True, run,
-                                                                    claim.refresh_later))
+            f.retries = _in_transactions(claim.transactions, lambda con: _write(con, sink, f, f.file_id, True, run,
+                                                                                claim.refresh_later))
         return None
     with store.claim_file(f.sha256, f.run_id, f.bundled) as claim:
         if claim.stored_under is not None:
             return claim.stored_under
-        _in_transactions(claim.transactions, lambda con: _write(con, sink, f, claim.file_id, claim.run_exists, run,
-                                                                claim.refresh_later, claim.run_written))
+        f.retries = _in_transactions(claim.transactions, lambda con: _write(con, sink, f, claim.file_id,
+                                                                            claim.run_exists, run,
+                                                                            claim.refresh_later, claim.run_written))
         claim.committed(run)
     return None
 
 
-def _in_transactions(transactions, write) -> None:
+def _in_transactions(transactions, write) -> int:
     """write(con) in the attempts `transactions()` hands out; once more when a staged batch had to be
-    coerced (staging.StagedValuesCoerced: its failed INSERT ended the transaction)."""
+    coerced (staging.StagedValuesCoerced: its failed INSERT ended the transaction). Returns how many
+    attempts ran again after a conflicting commit: each attempt after the first in one run of
+    `transactions()` follows one that lost its race."""
+    retries = 0
     for again in (False, True):
+        attempts = 0
         try:
             for attempt in transactions():
+                retries += attempts > 0
+                attempts += 1
                 with attempt as con:
                     write(con)
-            return
+            return retries
         except StagedValuesCoerced:
             if again:
                 raise
+    return retries
 
 
 def _write(con, sink: StagingSink, f: FileRow, file_id: int, run_exists: bool, run: dict | None,

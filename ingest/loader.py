@@ -271,6 +271,7 @@ def commit_staged(store, st: Staged, *, model=None, label=None, torch_version=No
                          started_at=sniffed.started_at if sniffed else None, path=unit.path, source=source,
                          uploaded_by=uploaded_by)
         existing = store_file(store, st.sink, row, run)
+        result.retries = row.retries
         if existing and claim_decides:
             return _duplicate(st, existing)
         if existing:  # another process stored it since we looked

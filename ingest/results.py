@@ -29,6 +29,9 @@ class FileResult:
     size_bytes: int = 0
     # The input was bad (missing, or not a log) rather than the store failing: the CLI exits 2.
     bad_input: bool = False
+    # Commits of this file's rows run again because another host's commit conflicted (a team store
+    # with many writers; store.files.transactions backs off between them).
+    retries: int = 0
 
     @property
     def total_records(self) -> int:
@@ -45,6 +48,10 @@ class IngestReport:
     @property
     def errors(self) -> int:
         return sum(f.errors for f in self.files)
+
+    @property
+    def retries(self) -> int:
+        return sum(f.retries for f in self.files)
 
     @property
     def ok(self) -> bool:

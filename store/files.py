@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import shutil
 import time
 import uuid
@@ -144,14 +145,16 @@ def transactions(connect: Callable[[], AbstractContextManager], retryable: Calla
     it; a block or commit that raises rolls back. An error `retryable` accepts (a DuckLake commit
     that lost a race with another host's) is swallowed and the block runs again in a new attempt,
     up to `tries` in all; the last attempt's errors are raised. The iteration ends after the first
-    commit. Nothing is held between attempts."""
+    commit. Nothing is held between attempts. The wait between attempts doubles (10 ms up to 0.5 s)
+    and is drawn at random around that: hosts that lost one race together would otherwise come back
+    in the same instant and race again."""
     delay = 0.01
     for attempt in range(tries):
         outcome: list[bool] = []
         yield _attempt(connect, retryable if attempt < tries - 1 else None, outcome)
         if outcome:
             return
-        time.sleep(delay)
+        time.sleep(delay * random.uniform(0.5, 1.5))
         delay = min(delay * 2, 0.5)
 
 

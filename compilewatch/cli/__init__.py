@@ -132,12 +132,15 @@ def cmd_ingest(args) -> int:
                               torch_version=args.torch_version, strict=args.strict, progress=bar, run_id=args.run_id,
                               workers=args.workers or default_workers())
     rows = [[f.name, f.kind, f.status, ", ".join(f"{k}={v}" for k, v in sorted(f.records.items())) or "-",
-             f.errors, f.message] for f in report.files]
-    print(render(table(["file", "kind", "status", "records", "errors", "note"], rows, wrap=("file", "records", "note"))))
+             f.errors, f.retries, f.message] for f in report.files]
+    print(render(table(["file", "kind", "status", "records", "errors", "retries", "note"], rows,
+                       wrap=("file", "records", "note"))))
     skipped = f"{report.count('skipped')} skipped (not logs), " if report.count("skipped") else ""
+    # a commit that lost a race with another host's ran again (a team store with many writers)
+    retried = f", {report.retries} commit(s) retried after a conflict" if report.retries else ""
     print(f"\n{report.count('stored') + report.count('partial')} stored, {report.count('duplicate')} duplicate, "
           f"{skipped}{report.count('failed')} failed, {report.errors} unparsable line(s) kept in ingest_errors "
-          f"-> {store.db_path}")
+          f"-> {store.db_path}{retried}")
     if report.count("stored") + report.count("partial"):
         keep_review_current(store, detached=True)
     if report.bad_input:

@@ -8,8 +8,9 @@ Works on a copy of --db (the original is left as it was). ``--mode backfill`` ru
 backfill (store/derived.py: BACKFILLS), each in a transaction of its own, as a store migrated from before them
 does (store/embedded.py: _apply_migrations); ``--mode all`` rebuilds every derived table with
 store/derived.py's refresh_all, as gen_team_year.py does; ``--mode layout`` rewrites the two largest
-event tables in file order as gen_team_year.py does after its inserts, a range of files per sort
-(``layout-whole``: each table in one sort, as it did before). A thread samples the size of the
+event tables in file order as gen_team_year.py does after its inserts, a range of files per sort and
+a transaction per range (``layout-one-transaction``: the ranges in one transaction per table;
+``layout-whole``: each table in one sort and one transaction, as it did before). A thread samples the size of the
 connection's temp_directory every 20 ms; the peak, the wall time and the peak per step are printed,
 with the store's runs and graph breaks, so a figure at another size can be projected from them.
 What a statement cannot hold in DuckDB's memory is what spills, so ``--memory-limit`` scaled down
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from compilewatch.store import open_store  # noqa: E402
 from compilewatch.store import derived  # noqa: E402
-from compilewatch.store.files import folder_bytes  # noqa: E402
+from compilewatch.store.objects import Folder  # noqa: E402
 
 SAMPLE_S = 0.02
 LAYOUT_TABLES = ("graph_breaks", "guard_failures")
@@ -42,11 +43,11 @@ LAYOUT_TABLES = ("graph_breaks", "guard_failures")
 class Sampler(threading.Thread):
     def __init__(self, folder: Path):
         super().__init__(daemon=True)
-        self.folder, self.peak, self.step_peak, self.done = folder, 0, 0, threading.Event()
+        self.folder, self.peak, self.step_peak, self.done = Folder(folder), 0, 0, threading.Event()
 
     def run(self):
         while not self.done.is_set():
-            n = folder_bytes(self.folder)
+            n = self.folder.total_bytes("") if self.folder.root.exists() else 0
             self.peak, self.step_peak = max(self.peak, n), max(self.step_peak, n)
             time.sleep(SAMPLE_S)
 
@@ -54,7 +55,8 @@ class Sampler(threading.Thread):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", required=True, type=Path, help="a store built by gen_team_year.py (left unchanged)")
-    ap.add_argument("--mode", choices=("backfill", "all", "layout", "layout-whole"), default="backfill")
+    ap.add_argument("--mode", choices=("backfill", "all", "layout", "layout-one-transaction", "layout-whole"),
+                    default="backfill")
     ap.add_argument("--work", type=Path, help="folder for the copy (default: a new one beside --db)")
     ap.add_argument("--memory-limit", help="DuckDB's memory for the rebuild instead of the one it sets (e.g. 100MB "
                                            "on a 10,000-run store: what 1 GB is to a 100,000-run one)")
@@ -99,7 +101,8 @@ def prepare(con, mode: str):
         con.execute("SET threads = 2")
         con.execute("SET memory_limit = '2GB'")
         per_sort = None if mode == "layout-whole" else gen_team_year.FILES_PER_SORT
-        return [(f"file order of {t}", partial(gen_team_year.lay_out_in_file_order, only=(t,), files_per_sort=per_sort))
+        return [(f"file order of {t}", partial(gen_team_year.lay_out_in_file_order, only=(t,), files_per_sort=per_sort,
+                                               one_transaction=mode != "layout"))
                 for t in LAYOUT_TABLES]
     if mode == "all":
         con.execute("SET threads = 2")

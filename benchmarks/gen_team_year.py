@@ -653,13 +653,15 @@ def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int
             con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {name}_df")
             con.unregister(name + "_df")
         con.execute(SQL_MACROS.format(**fmt))
-        for label, sql in (("runs", SQL_RUNS), ("files", SQL_FILES), ("graph_breaks", SQL_GRAPH_BREAKS),
-                           ("recompiles", SQL_RECOMPILES), ("compiles", SQL_COMPILES), ("bench", SQL_BENCH)):
+        phases = [("runs", SQL_RUNS), ("files", SQL_FILES), ("graph_breaks", SQL_GRAPH_BREAKS),
+                  ("recompiles", SQL_RECOMPILES), ("compiles", SQL_COMPILES), ("bench", SQL_BENCH)]
+        for i, (label, sql) in enumerate(phases):
             t = time.perf_counter()
             con.execute("BEGIN")
             for stmt in _statements(sql.format(**fmt)):
                 con.execute(stmt)
             con.execute("COMMIT")
+            drop_finished_temp_tables(con, "".join(later for _, later in phases[i + 1:]))
             say(f"  {label:<14} {time.perf_counter() - t:6.1f} s")
         t = time.perf_counter()
         lay_out_in_file_order(con)
@@ -682,14 +684,26 @@ def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int
     return counts
 
 
+def drop_finished_temp_tables(con, later_sql: str) -> None:
+    """Drop the temp tables no later phase names. They live in memory and what does not fit spills
+    to the temp folder (the recompiles' guard failures alone are ~29 M rows at 100,000 runs); kept
+    to the end, their spilled blocks were still held when the rollups' rebuild capped the temp
+    folder at 8 GiB (store/derived.py: REBUILD_SETTINGS), which DuckDB then refused."""
+    for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall():
+        if not re.search(rf"\b{re.escape(name)}\b", later_sql):
+            con.execute(f"DROP TABLE {name}")
+
+
 FILES_PER_SORT = 2000
 
 
-def lay_out_in_file_order(con, only: tuple[str, ...] = (), files_per_sort: int | None = FILES_PER_SORT) -> None:
+def lay_out_in_file_order(con, only: tuple[str, ...] = (), files_per_sort: int | None = FILES_PER_SORT,
+                          one_transaction: bool = False) -> None:
     """Rewrite each event table (or those in `only`) in file order. Ingest appends a file's rows
     together, so a real store's rows lie in file order and a run's rows in a few row groups, which
     one-run reads skip to (store/run_rows.py); the set-based inserts above write them in no order.
-    `files_per_sort` None sorts each table whole, as this did before (bench_rebuild_spill.py)."""
+    `files_per_sort` None sorts each table whole, and `one_transaction` rewrites each table in one
+    transaction, as this did before (bench_rebuild_spill.py measures each way)."""
     tables = [t for (t,) in con.execute("""
         SELECT table_name FROM duckdb_columns() WHERE column_name = 'file_id' AND table_name <> 'files'
           AND NOT internal AND schema_name = 'main'
@@ -697,18 +711,30 @@ def lay_out_in_file_order(con, only: tuple[str, ...] = (), files_per_sort: int |
     con.execute("SET preserve_insertion_order = true")
     lo, hi = con.execute("SELECT min(file_id), max(file_id) FROM files").fetchall()[0]
     step = files_per_sort or (hi or 0) - (lo or 0) + 1
+
+    def commit():
+        if not one_transaction:
+            con.execute("COMMIT")
+            con.execute("BEGIN")
     for table in tables:
         con.execute("BEGIN")
         con.execute(f"CREATE TABLE _in_file_order AS SELECT * FROM {table}")
+        commit()
         con.execute(f"DELETE FROM {table}")
-        # a range of files per sort: one sort of a whole table spilled it to the temp folder (3.35 GB
-        # at the peak over the event tables at 10,000 runs, most of 36 GB at 100,000); a range's sort
-        # spills one range's rows at any size (bench_rebuild_spill.py --mode layout)
+        commit()
+        # A range of files per sort: one sort of a whole table spilled it to the temp folder (3.35
+        # GB at the peak over the event tables at 10,000 runs). And a transaction per range: rows a
+        # transaction writes wait in its local storage until its commit, and past memory_limit they
+        # spill, so one transaction for a table spilled most of its rewrite (33 GB of temp files at
+        # 100,000 runs with 2 GB of memory); committed a range at a time, one range waits. A crash
+        # midway leaves the table short, which the count below says: this store is rebuilt, not mended.
         for first in range(lo or 0, (hi or 0) + 1, step):
             con.execute(f"INSERT INTO {table} SELECT * FROM _in_file_order "
                         f"WHERE file_id >= {first} AND file_id < {first + step} ORDER BY file_id")
+            commit()
         kept, had = (con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in (table, "_in_file_order"))
         if kept != had:   # a row outside every range (a file id of NULL) would be lost
+            con.execute("ROLLBACK")
             raise SystemExit(f"{table}: {had - kept} rows outside the files' ids")
         con.execute("DROP TABLE _in_file_order")
         con.execute("COMMIT")

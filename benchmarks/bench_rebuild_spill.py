@@ -47,7 +47,7 @@ class Sampler(threading.Thread):
 
     def run(self):
         while not self.done.is_set():
-            n = self.folder.total_bytes("") if self.folder.root.exists() else 0
+            n = self.folder.total_bytes("")   # none yet: os.walk lists nothing
             self.peak, self.step_peak = max(self.peak, n), max(self.step_peak, n)
             time.sleep(SAMPLE_S)
 

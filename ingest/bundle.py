@@ -67,6 +67,10 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
                                       # (/proc/self/stat, to 10 ms) else psutil's create_time
   "peak_mem_bytes": 123 | null,       # CUDA max_memory_allocated; null on the CPU
   "peak_rss_bytes": 123 | null,       # the process's peak resident memory
+  "peak_heap_bytes": 123 | null,      # CPU jobs: the most C-heap bytes in use (glibc mallinfo2) read right
+                                      # after a steady call of a compiled callable, when the forward's
+                                      # saved activations are held; null on a GPU or without glibc
+  "heap_samples": 64 | null,          # how many readings that peak is the highest of
   "device": "cuda:0" | "cpu",
   "rank": 0, "world_size": 2, "local_rank": 0,   # present when the launcher set RANK/WORLD_SIZE/LOCAL_RANK
   "env": {"torch_version", "cuda_version", "triton_version", "gpu_name", "cpu_model"},
@@ -85,7 +89,7 @@ timings.rankN.json, listed in the manifest under the role "timings_ranks"):
   "settings": {"torch.get_num_threads()": {"value": "8", "source": "torch"}, ...},
   # also written, kept raw, read by nothing in ingest yet: "pid", "compilation_metrics": [...]
 }
-Older files lack "compile_time_s", "time_to_first_step_s" and its sources, "peak_rss_bytes", rank
+Older files lack "compile_time_s", "time_to_first_step_s" and its sources, "peak_rss_bytes", "peak_heap_bytes", rank
 keys, the iteration callable, "settings" and "cudagraphs" / "replayed_calls"; readers treat each as
 absent.
 """

@@ -88,6 +88,7 @@ def parse_timings(stream, sink) -> None:
         "compile_time_s": as_float(data.get("compile_time_s")),
         "peak_mem_bytes": as_int(data.get("peak_mem_bytes")),
         "peak_rss_bytes": as_int(data.get("peak_rss_bytes")),
+        "peak_heap_bytes": as_int(data.get("peak_heap_bytes")),
         "iteration_source": iteration.get("source") if iteration else None,
         "iteration_clock": iteration.get("clock") if iteration else None,
         "time_to_first_step_s": as_float(data.get("time_to_first_step_s")),

@@ -118,10 +118,12 @@ RANK_COUNTS = (("compiles", "compiles", "compile_id IS NOT NULL"), ("recompiles"
                ("graph_breaks", "graph_breaks", "TRUE"), ("limit_hits", "limit_hits", "TRUE"))
 
 
-def rank_counts(con, run_ids: list[str]) -> pd.DataFrame:
-    """Per run and rank: compiles, recompiles, graph breaks, limit hits and compile seconds."""
+def rank_counts_long(con, run_ids: list[str]) -> pd.DataFrame:
+    """Per run and rank: compiles, recompiles, graph breaks, limit hits and compile seconds, in long
+    form (run_id, rank, what, n). One run's rows are the same whichever other runs were asked with
+    it, so one read serves every group of a review."""
     if not run_ids:
-        return pd.DataFrame(columns=["run_id", "rank"])
+        return pd.DataFrame(columns=["run_id", "rank", "what", "n"])
     parts = " UNION ALL ".join(
         f"SELECT run_id, rank, '{name}' AS what, count(*)::DOUBLE AS n FROM {table} "
         f"WHERE run_id IN (SELECT unnest(?::VARCHAR[])) AND {cond} GROUP BY ALL"
@@ -129,7 +131,13 @@ def rank_counts(con, run_ids: list[str]) -> pd.DataFrame:
     # a rank's compile seconds as run_metrics.compile_time counts them (forward + backward + runtime autotuning)
     parts += (" UNION ALL SELECT run_id, rank, 'compile_s', sum(coalesce(total_s, 0)) FROM "
               f"({per_compile('run_id IN (SELECT unnest(?::VARCHAR[]))')}) GROUP BY ALL")
-    long = S.df(con, parts, [list(run_ids)] * (len(RANK_COUNTS) + 2))
+    return S.df(con, parts, [list(run_ids)] * (len(RANK_COUNTS) + 2))
+
+
+def pivot_rank_counts(long: pd.DataFrame) -> pd.DataFrame:
+    """A column per figure. Pivoted per group, never for several at once: the pivot fills every
+    (run, rank) pair of the runs it is given, so a one-rank run pivoted beside an 8-rank job's
+    runs would gain seven empty ranks."""
     if long.empty:
         return pd.DataFrame(columns=["run_id", "rank"])
     return long.pivot_table(index=["run_id", "rank"], columns="what", values="n", aggfunc="sum",
@@ -183,6 +191,8 @@ def trade_part(v: Verdict, improvements: list[Verdict]) -> CausePart | None:
         return None
     best = max(others, key=lambda i: abs(i.change))
     label = metric_of(best.metric).label.split(" (")[0].lower()
+    if best.subject:     # which figure moved: on the CPU the heap in use, not the resident set
+        label += f" ({best.subject})"
     text = f"{label} {100 * best.change:+.0f}% in the same runs"
     return CausePart("trade", text, {"metric": best.metric, "subject": best.subject, "change": best.change})
 
@@ -217,6 +227,12 @@ def attach(con, verdicts: list[Verdict], cache_states: dict[str, str], extra=Non
         if v.status == IMPROVEMENT:
             improvements.setdefault((v.model, v.hardware), []).append(v)
     caused: dict[int, Verdict] = {}
+    # Per-rank counts of every group that asks for them, in one statement: a statement a group scanned
+    # the event tables each time (10-12 s of a week's review at 100,000 runs). A run's rows are the
+    # same whichever other runs the statement read.
+    asked = sorted({r for group in worse_groups.values() if any(RANK_METRIC.get(v.kind or v.metric) for v in group)
+                    for v in group for side in (v.baseline, v.candidate) if side is not None for r in side.run_ids})
+    all_counts = rank_counts_long(con, asked) if asked else pd.DataFrame(columns=["run_id"])
     for (model, hw), group in worse_groups.items():
         sides = [v for v in group if v.baseline is not None and v.candidate is not None]
         base_ids = sorted({r for v in sides for r in v.baseline.run_ids})
@@ -227,8 +243,8 @@ def attach(con, verdicts: list[Verdict], cache_states: dict[str, str], extra=Non
         base_run = _newest_run([r for v in sides for r in v.baseline.runs])
         cand_run = flagged[-1] if flagged else _newest_run([r for v in sides for r in v.candidate.runs])
         group_parts = list(extra(model, hw, base_ids, cand_ids, base_run, cand_run)) if extra else []
-        counts = rank_counts(con, base_ids + cand_ids) if any(
-            RANK_METRIC.get(v.kind or v.metric) for v in group) else pd.DataFrame()
+        counts = (pivot_rank_counts(all_counts[all_counts["run_id"].isin(base_ids + cand_ids)])
+                  if any(RANK_METRIC.get(v.kind or v.metric) for v in group) else pd.DataFrame())
         for v in group:
             parts = [p for p in group_parts if _applies(p, v)]
             if v.metric in COMPILE_METRICS and v.baseline and v.candidate:

@@ -39,7 +39,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("iteration_time", "ms", "lower", "hooks", "steady median time between optimizer steps (else between calls of the outermost compiled callable): the training step a team feels"),
     Metric("hook_compile_time", "s", "lower", "hooks", "wall time of the calls that compiled, first calls and recompiles (slowest rank)"),
     Metric("time_to_first_step", "s", "lower", "hooks", "from the process's start to the end of its first optimizer step (else of the first call of the outermost compiled callable); slowest rank"),
-    Metric("peak_memory", "bytes", "lower", "hooks", "device peak (CUDA max_memory_allocated) on GPUs, peak resident memory of the process on the CPU; largest rank"),
+    Metric("peak_memory", "bytes", "lower", "hooks", "device peak (CUDA max_memory_allocated) on GPUs, peak resident memory of the process on the CPU; subject 'heap in use': the CPU heap's bytes in use after the steady steps' forward; largest rank"),
     # from the manifest's host probe (collectors/host_probe.py)
     Metric("host_probe", "ms", "lower", "probe", "median of the host probe's times before and after the job (a fixed workload the job cannot change); spread is the difference between the two"),
     # from TORCH_TRACE / TORCH_LOGS
@@ -85,6 +85,10 @@ _PARTS = (
            UNION ALL
            SELECT run_id, peak_mem_bytes FROM step_timings WHERE {flt} AND peak_mem_bytes IS NOT NULL)
        WHERE b IS NOT NULL GROUP BY run_id""",
+    # the CPU heap in use after the steady steps' forward (hooks.py says why beside the resident set),
+    # a subject of its own so it is only ever judged against the same figure
+    """SELECT run_id, 'peak_memory', 'heap in use', max(peak_heap_bytes), count(*), NULL
+       FROM timing_summaries WHERE {flt} AND peak_heap_bytes IS NOT NULL GROUP BY run_id""",
     """SELECT run_id, 'host_probe', '', median(median_ms), count(*), max(median_ms) - min(median_ms)
        FROM host_probes WHERE {flt} AND median_ms IS NOT NULL GROUP BY run_id""",
     # Log metrics only for runs that have a log with events (a bench-only run has no 0 graph breaks).

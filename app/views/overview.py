@@ -74,9 +74,9 @@ if verdicts is not None:
                    f"{int((rest == 0).sum())} more with regressions, {int((rest == 1).sum())} with suspicious changes "
                    f"and {int((rest == 2).sum())} with improvements are in the report below, or pick models in the sidebar.")
         groups = groups.iloc[:MAX_GROUPS]
+    by_group = dict(iter(ranked.groupby(["model", "hardware"], sort=False)))   # one pass, not a mask per group
     for n, (model, hw) in enumerate(groups.index):
-        part = ranked[(ranked["model"] == model) & (ranked["hardware"] == hw)].sort_values(
-            ["_rank", "_cost"], ascending=[True, False], kind="stable")
+        part = by_group[(model, hw)].sort_values(["_rank", "_cost"], ascending=[True, False], kind="stable")
         # links for the rows drawn only: a week of an organisation judges hundreds of rows
         part = pd.concat([part.reset_index(drop=True),
                           pd.DataFrame([links(r) for r in part.itertuples()], columns=["compare", "run", "detail"])],

@@ -157,12 +157,13 @@ def test_a_store_from_before_is_backfilled_on_migration_and_by_reingest(tmp_path
     """Make a schema-1 store holding real runs, then open it with this version."""
     store = open_store(tmp_path / "cw.duckdb")
     assert ingest_paths(store, [H200_COLLECT, CPU_213]).ok
-    with store.write() as con:       # back to schema 1: drop what migrations 002, 007, 019 and 023 added
+    with store.write() as con:       # back to schema 1: drop what migrations 002, 007, 019, 023 and 025 added
         for stmt in ("DROP TABLE run_metrics", "DROP TABLE timing_summaries", "DROP TABLE cudagraph_events",
                      "DROP TABLE run_settings", "DROP TABLE host_probes",
                      "DELETE FROM _migrations WHERE name = '019_run_settings.sql'",
                      "DELETE FROM _migrations WHERE name = '007_cudagraphs.sql'",
                      "DELETE FROM _migrations WHERE name = '023_cudagraph_coverage.sql'",
+                     "DELETE FROM _migrations WHERE name = '025_peak_heap.sql'",
                      "ALTER TABLE step_timings DROP COLUMN rank",
                      *(f"ALTER TABLE runs DROP COLUMN {c}" for c in ("device_kind", "world_size", "cpu_model", "hardware")),
                      "DELETE FROM _migrations WHERE name = '002_run_metrics.sql'",

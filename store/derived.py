@@ -47,8 +47,9 @@ BACKFILLS = {
     # with no parts (rollups.py), which the review reads as "not known", never as "changed"
     "020_frame_fingerprints.sql": (partial(refresh_rollups, tables=("rollup_frame_fingerprints",)),),
     # run_metrics reads later_compile_metrics (018), host_probes (019) and timing_summaries' CUDA-graph
-    # (023) and heap (025) columns: its backfill runs once all are there
-    "025_peak_heap.sql": (refresh_run_metrics,),
+    # columns (023): its backfill runs once all are there. The heap column (025) is read from then on;
+    # no stored row can hold a heap figure before 025 adds it, so 025 needs no backfill.
+    "023_cudagraph_coverage.sql": (partial(refresh_run_metrics, heap=False),),
 }
 
 

@@ -85,10 +85,6 @@ _PARTS = (
            UNION ALL
            SELECT run_id, peak_mem_bytes FROM step_timings WHERE {flt} AND peak_mem_bytes IS NOT NULL)
        WHERE b IS NOT NULL GROUP BY run_id""",
-    # the CPU heap in use after the steady steps' forward (hooks.py says why beside the resident set),
-    # a subject of its own so it is only ever judged against the same figure
-    """SELECT run_id, 'peak_memory', 'heap in use', max(peak_heap_bytes), count(*), NULL
-       FROM timing_summaries WHERE {flt} AND peak_heap_bytes IS NOT NULL GROUP BY run_id""",
     """SELECT run_id, 'host_probe', '', median(median_ms), count(*), max(median_ms) - min(median_ms)
        FROM host_probes WHERE {flt} AND median_ms IS NOT NULL GROUP BY run_id""",
     # Log metrics only for runs that have a log with events (a bench-only run has no 0 graph breaks).
@@ -140,9 +136,16 @@ _PARTS = (
 )
 
 
-def _sql(flt: str) -> str:
+# The CPU heap in use after the steady steps' forward (collectors/hooks.py says why beside the
+# resident set), a subject of its own so it is only ever judged against the same figure. Its column
+# comes with migration 025: the backfill of a store migrating through 023 runs before it exists.
+_HEAP_PART = """SELECT run_id, 'peak_memory', 'heap in use', max(peak_heap_bytes), count(*), NULL
+       FROM timing_summaries WHERE {flt} AND peak_heap_bytes IS NOT NULL GROUP BY run_id"""
+
+
+def _sql(flt: str, heap: bool = True) -> str:
     defs = ", ".join("(" + ", ".join(f"${2 + 4 * i + k}" for k in range(4)) + ")" for i in range(len(METRICS)))
-    parts = "\nUNION ALL\n".join(p.replace("{flt}", flt) for p in _PARTS)
+    parts = "\nUNION ALL\n".join(p.replace("{flt}", flt) for p in _PARTS + ((_HEAP_PART,) if heap else ()))
     return (f"INSERT INTO run_metrics (run_id, metric, subject, value, unit, direction, n, spread, source)\n"
             f"SELECT v.run_id, v.metric, v.subject, v.value, d.unit, d.direction, v.n, v.spread, d.source\n"
             f"FROM ({parts}) v(run_id, metric, subject, value, n, spread)\n"
@@ -156,17 +159,18 @@ def _params(run_ids):
     return out
 
 
-def refresh_run_metrics(con, run_ids: Sequence[str] | None = None) -> None:
+def refresh_run_metrics(con, run_ids: Sequence[str] | None = None, *, heap: bool = True) -> None:
     """Rebuild run_metrics for the runs ``run_ids``, or for every run when None. Runs inside the
-    caller's transaction."""
+    caller's transaction. ``heap=False``: for a store whose timing_summaries has no heap column yet
+    (migration 023's backfill), where no row can hold a heap figure."""
     if run_ids is None:
         con.execute("DELETE FROM run_metrics").fetchall()
         # a slice of runs per statement (store/run_filter.py): the medians and quantiles of every
         # run's step timings at once were most of a team-year rebuild's spill to disk. $1 is unused
         # then, but keeps the numbering of the rest.
         for flt in run_slices(con):
-            con.execute(_sql(f"($1 IS NULL AND {flt})"), _params(None)).fetchall()
+            con.execute(_sql(f"($1 IS NULL AND {flt})", heap), _params(None)).fetchall()
     else:
         flt = runs_match(run_ids)
         con.execute(f"DELETE FROM run_metrics WHERE {flt}", [runs_param(run_ids)]).fetchall()
-        con.execute(_sql(flt), _params(run_ids)).fetchall()
+        con.execute(_sql(flt, heap), _params(run_ids)).fetchall()

@@ -455,12 +455,16 @@ class GroupFacts:
         self._fetched: pd.DataFrame | None = None     # prefetch's rows, sliced by frames()
         self._fetched_ids: frozenset = frozenset()
 
+    # Past this many runs the groups read their own (a year of an organisation's runs is millions
+    # of frame rows: held at once they would cost gigabytes, read a group at a time they do not)
+    PREFETCH_MAX_RUNS = 20_000
+
     def prefetch(self, run_ids) -> None:
         """Read the fingerprints of all the runs the review will ask about in one statement (once):
         a statement a group scanned the whole rollup each time, 82 times in a week's review of a
         100,000-run store."""
         ids = sorted(set(run_ids))
-        if self._fetched is None and ids:
+        if self._fetched is None and ids and len(ids) <= self.PREFETCH_MAX_RUNS:
             self._fetched = graphs.frame_fingerprints(self.con, ids)
             self._fetched_ids = frozenset(ids)
 

@@ -4,12 +4,18 @@ from pathlib import PurePath
 import pandas as pd
 import streamlit as st
 
-from compilewatch.app import charts, ui
+from compilewatch.app import charts, review_blocks, ui
+from compilewatch.app.overview_review import view_key
 from compilewatch.app.queries import overview
 from compilewatch.app.queries import review as review_q
 from compilewatch.review import wording
 
-MAX_GROUPS = 10   # model x hardware blocks of verdicts drawn in full
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def blocks_for(computed_at: str, view: str, base_f, _verdicts: pd.DataFrame) -> review_blocks.Blocks:
+    """The verdict blocks of one kept review (its time and view say which) for these filters."""
+    return review_blocks.build(_verdicts, base_f)
+
 
 f = ui.page("Weekly review")
 prev = f.previous_window()
@@ -40,75 +46,31 @@ if kept is not None:
                f"(computed in {kept.seconds or 0:.1f} s, kept for every later visit until the next ingest).")
 if verdicts is not None:
     base_f = f.replace(start=prev.start, end=f.end)   # links span both windows
-    def links(row) -> dict:
-        frame = getattr(row, "frame", None)
-        out = {"compare": ui.link("compare", base_f, run_id=row.baseline_run, run_b=row.candidate_run,
-                                  frame=frame if isinstance(frame, str) and frame else None)
-               if row.baseline_run and row.candidate_run else None,
-               "run": ui.link("run", base_f, run_id=row.candidate_run) if row.candidate_run else None,
-               "detail": None}
-        if isinstance(row.break_key, str) and row.break_key:
-            out["detail"] = ui.link("hotspots", base_f, break_key=row.break_key)
-        elif isinstance(row.function, str) and row.function:
-            out["detail"] = ui.link("recompiles", base_f, run_id=row.candidate_run, function=row.function)
-        return out
+    drawn = blocks_for(str(kept.computed_at), view_key(f), base_f, verdicts)
+    st.subheader(":red[Got worse]" if drawn.worse else "Verdict")
+    if not drawn.judged:
+        st.caption("Nothing got worse or better beyond the rules and the runs' own noise.")
+    if drawn.more:
+        st.caption(drawn.more)
     # One block per model x hardware: the headline sentence a person would say in the review, then
     # its verdicts with links, then the evidence in full (never cut at a column's width).
-    judged = verdicts[verdicts["status"].isin(["regression", "suspicious", "improvement"])]
-    st.subheader(":red[Got worse]" if judged["status"].isin(["regression", "suspicious"]).any() else "Verdict")
-    if judged.empty:
-        st.caption("Nothing got worse or better beyond the rules and the runs' own noise.")
-    order = {"regression": 0, "suspicious": 1, "improvement": 2}
-    # worst status first, then what the group's regressions cost a week (review/cost.py): the fix that
-    # pays most first; a review kept by an older version has no cost column
-    cost = judged["cost_s"] if "cost_s" in judged else pd.Series(0.0, index=judged.index)
-    ranked = judged.assign(_rank=judged["status"].map(order), _cost=pd.to_numeric(cost, errors="coerce").fillna(0.0))
-    keys = ranked.groupby(["model", "hardware"], sort=False).agg(_rank=("_rank", "min"), _cost=("_cost", "sum"))
-    keys = keys.sort_values(["_rank", "_cost"], ascending=[True, False], kind="stable")
-    groups = keys["_rank"]
-    # The worst groups in full; past MAX_GROUPS (an organisation's week can judge hundreds of models)
-    # the rest are counted and left to the filters and the report: every group drawn is sent along.
-    if len(groups) > MAX_GROUPS:
-        rest = groups.iloc[MAX_GROUPS:]
-        st.caption(f"The {MAX_GROUPS} worst of {len(groups)} model × hardware groups are shown; "
-                   f"{int((rest == 0).sum())} more with regressions, {int((rest == 1).sum())} with suspicious changes "
-                   f"and {int((rest == 2).sum())} with improvements are in the report below, or pick models in the sidebar.")
-        groups = groups.iloc[:MAX_GROUPS]
-    by_group = dict(iter(ranked.groupby(["model", "hardware"], sort=False)))   # one pass, not a mask per group
-    for n, (model, hw) in enumerate(groups.index):
-        part = by_group[(model, hw)].sort_values(["_rank", "_cost"], ascending=[True, False], kind="stable")
-        # links for the rows drawn only: a week of an organisation judges hundreds of rows
-        part = pd.concat([part.reset_index(drop=True),
-                          pd.DataFrame([links(r) for r in part.itertuples()], columns=["compare", "run", "detail"])],
-                         axis=1)
+    for n, block in enumerate(drawn.blocks):
         with st.container(border=True):
-            st.markdown(f"**{ui.md(part['headline'].iloc[0])}**")
-            if part["_cost"].sum() > 0:
-                st.caption(f"What these regressions cost: {ui.md(wording.per_week(part['_cost'].sum()))} "
-                           f"(extra compile seconds times the runs, extra step time times the steps).")
-            why = part["cause"] if "cause" in part else pd.Series(None, index=part.index)
-            shown = part.assign(evidence=[c if isinstance(c, str) and c else " · ".join(t for _, t, _ in ev)
-                                          for c, ev in zip(why, part["evidence"])])
-            ui.table(shown[["status", "metric", "change", "evidence", "compare", "run", "detail"]],
-                     key=f"ov_group_{n}", status=ui.text_col("Verdict", "small"), metric=ui.text_col("What", "medium"),
-                     change=ui.text_col("Change", "small"), evidence=ui.text_col("Cause / evidence", "large"),
-                     compare=ui.link_col("Compare", width="small"), run=ui.link_col("Run", width="small"),
-                     detail=ui.link_col("Hotspot / storm", width="small"))
+            st.markdown(block.headline)
+            if block.cost:
+                st.caption(block.cost)
+            ui.table(block.table, key=f"ov_group_{n}", status=ui.text_col("Verdict", "small"),
+                     metric=ui.text_col("What", "medium"), change=ui.text_col("Change", "small"),
+                     evidence=ui.text_col("Cause / evidence", "large"), compare=ui.link_col("Compare", width="small"),
+                     run=ui.link_col("Run", width="small"), detail=ui.link_col("Hotspot / storm", width="small"))
             with st.expander("Evidence in full, and the command that reproduces a run"):
-                for row in part.itertuples():
-                    st.markdown(f"**{ui.md(row.status.capitalize())}: {ui.md(row.metric)}** ({ui.md(row.change)}) — "
-                                f"{ui.md(row.summary)}")
-                    if isinstance(getattr(row, "cause", None), str) and row.cause:
-                        st.markdown(f"- **cause**: {ui.md(row.cause)}"
-                                    + (f" — costs {ui.md(row.cost)}" if isinstance(getattr(row, "cost", None), str) else ""))
-                    for kind, text, hint in row.evidence:
-                        st.markdown(f"- {ui.md(kind.replace('_', ' '))}: {ui.md(text)}"
-                                    + (f" — *fix:* {ui.md(hint)}" if isinstance(hint, str) and hint else ""))
-                    if isinstance(row.command, str) and row.command:
-                        st.code(row.command, language="bash", wrap_lines=True)
-                    if isinstance(row.diff_command, str) and row.diff_command:
-                        st.caption("See what changed in the compiler (or open Compare and its compile diff):")
-                        st.code(row.diff_command, language="bash")
+                for kind, text in block.evidence:
+                    if kind == "markdown":
+                        st.markdown(text)
+                    elif kind == "caption":
+                        st.caption(text)
+                    else:
+                        st.code(text, language="bash", wrap_lines=kind == "shell")
     st.caption(f"Candidate: this window; baseline: the window before (or the pinned baseline; a model with no "
                f"runs in the window before: its newest version against the one before it). A run is flagged "
                f"past PyTorch HUD's ratio rules and beyond the runs' own run-to-run noise; two in a row make a "

@@ -8,7 +8,6 @@ from compilewatch.app import charts, review_blocks, ui
 from compilewatch.app.overview_review import view_key
 from compilewatch.app.queries import overview
 from compilewatch.app.queries import review as review_q
-from compilewatch.review import wording
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -30,6 +30,7 @@ from compilewatch.review.metrics import COMPILE_METRICS, fmt
 from compilewatch.review.metrics import metric as metric_of
 from compilewatch.review.regressions import IMPROVEMENT, WORSE, Cause, CausePart, Verdict
 from compilewatch.store.compile_time import per_compile
+from compilewatch.store.run_filter import runs_among, runs_param
 
 # which parts say most about each kind of verdict, first first
 ORDER = {
@@ -125,16 +126,16 @@ def rank_counts_long(con, run_ids: list[str]) -> pd.DataFrame:
     cols = ["run_id", "rank", "what", "n"]
     if not run_ids:
         return pd.DataFrame(columns=cols)
-    ids = [list(run_ids)]
+    flt = runs_among(run_ids)     # $1
     sqls = [f"SELECT run_id, rank, '{name}' AS what, count(*)::DOUBLE AS n FROM {table} "
-            f"WHERE run_id IN (SELECT unnest(?::VARCHAR[])) AND {cond} GROUP BY ALL"
+            f"WHERE {flt} AND {cond} GROUP BY ALL"
             for name, table, cond in RANK_COUNTS]
     # a rank's compile seconds as run_metrics.compile_time counts them (forward + backward + runtime autotuning)
     sqls.append("SELECT run_id, rank, 'compile_s' AS what, sum(coalesce(total_s, 0)) AS n FROM "
-                f"({per_compile('run_id IN (SELECT unnest(?::VARCHAR[]))')}) GROUP BY ALL")
+                f"({per_compile(flt)}) GROUP BY ALL")
     # One statement each: as one UNION ALL, a few thousand runs (a week's review asks for all its
     # groups at once) took DuckDB minutes where each part alone takes under a second.
-    frames = [S.df(con, sql, ids * sql.count("?")) for sql in sqls]
+    frames = [S.df(con, sql, [runs_param(run_ids)]) for sql in sqls]
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
 
@@ -235,8 +236,9 @@ def attach(con, verdicts: list[Verdict], cache_states: dict[str, str], extra=Non
     # Per-rank counts of every group that asks for them, in one statement: a statement a group scanned
     # the event tables each time (10-12 s of a week's review at 100,000 runs). A run's rows are the
     # same whichever other runs the statement read.
-    asked = sorted({r for group in worse_groups.values() if any(RANK_METRIC.get(v.kind or v.metric) for v in group)
-                    for v in group for side in (v.baseline, v.candidate) if side is not None for r in side.run_ids})
+    counted = {key for key, group in worse_groups.items() if any(RANK_METRIC.get(v.kind or v.metric) for v in group)}
+    asked = sorted({r for key in counted for v in worse_groups[key]
+                    for side in (v.baseline, v.candidate) if side is not None for r in side.run_ids})
     all_counts = rank_counts_long(con, asked) if asked else pd.DataFrame(columns=["run_id"])
     for (model, hw), group in worse_groups.items():
         sides = [v for v in group if v.baseline is not None and v.candidate is not None]
@@ -249,7 +251,7 @@ def attach(con, verdicts: list[Verdict], cache_states: dict[str, str], extra=Non
         cand_run = flagged[-1] if flagged else _newest_run([r for v in sides for r in v.candidate.runs])
         group_parts = list(extra(model, hw, base_ids, cand_ids, base_run, cand_run)) if extra else []
         counts = (pivot_rank_counts(all_counts[all_counts["run_id"].isin(base_ids + cand_ids)])
-                  if any(RANK_METRIC.get(v.kind or v.metric) for v in group) else pd.DataFrame())
+                  if (model, hw) in counted else pd.DataFrame())
         for v in group:
             parts = [p for p in group_parts if _applies(p, v)]
             if v.metric in COMPILE_METRICS and v.baseline and v.candidate:

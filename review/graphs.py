@@ -24,7 +24,7 @@ import pandas as pd
 from compilewatch.deepdive.diff import diff_runs, match
 from compilewatch.ingest.formats.artifact_text import guard_source, tensor_guard
 from compilewatch.review.series import df
-from compilewatch.store.run_filter import runs_match, runs_param
+from compilewatch.store.run_filter import runs_among, runs_param
 
 PARTS = ("dynamo", "aot_fwd", "aot_bwd", "code", "guards")
 # what a reader calls each part of a FrameChange
@@ -41,11 +41,8 @@ def frame_fingerprints(con, run_ids) -> pd.DataFrame:
     if not run_ids:
         return pd.DataFrame(columns=["run_id", "rank", "co_name", "co_file", "co_firstlineno", "compiles",
                                      *(f"{p}_fp" for p in PARTS), "fp", "compile_s"])
-    # One run: an equality, which prunes row groups. Several: a semi join on the list, whose cost
-    # stays flat with its length (list_contains tests each row against the whole list: a review's
-    # thousands of runs at once took minutes at 100,000 runs, the semi join 1.1 s for 4,000).
-    flt = runs_match(run_ids, "f.run_id") if len(run_ids) == 1 else "f.run_id IN (SELECT unnest($1::VARCHAR[]))"
-    t_flt = runs_match(run_ids, "t.run_id") if len(run_ids) == 1 else "t.run_id IN (SELECT unnest($1::VARCHAR[]))"
+    # a review reads thousands of runs here at once (GroupFacts.prefetch): runs_among, not runs_match
+    flt, t_flt = runs_among(run_ids, "f.run_id"), runs_among(run_ids, "t.run_id")
     # the compile times filtered to the runs before the join: a join with the whole table built its
     # hash table over every run's frames, ~0.9 s a call at 100,000 runs, dozens of calls a review
     return df(con, f"""

@@ -18,6 +18,16 @@ def runs_match(run_ids: Sequence[str], column: str = "run_id") -> str:
     return f"list_contains($1::VARCHAR[], {column})"
 
 
+def runs_among(run_ids: Sequence[str], column: str = "run_id") -> str:
+    """runs_match for a read given thousands of runs at once (a review's groups together): several
+    runs are a semi join on the list, whose cost stays flat with its length, where list_contains
+    tests each row against the whole list (minutes for a week's ~6,000 runs at 100,000 stored, the
+    semi join ~1 s). Bound to runs_param(run_ids) as $1, like runs_match."""
+    if len(run_ids) == 1:
+        return runs_match(run_ids, column)
+    return f"{column} IN (SELECT unnest($1::VARCHAR[]))"
+
+
 def runs_param(run_ids: Sequence[str]):
     return run_ids[0] if len(run_ids) == 1 else list(run_ids)
 

@@ -402,7 +402,7 @@ SELECT d.run_no, d.day, d.started_at,
        ui(d.run_no, 'host', {n_hosts}) AS h_idx
 FROM dated d JOIN g_models m ON d.um >= m.cum_lo AND d.um < m.cum_hi;
 
-CREATE TEMP TABLE g_run_ids AS
+CREATE TEMP TABLE g_all_runs AS
 -- files are numbered in the order the runs happened, as a store that ingests each run after it ends
 SELECT r.*, h.host, h.gpu_name, row_number() OVER (ORDER BY r.started_at, r.run_no) AS file_id, epoch(r.started_at) AS t0,
        strftime(r.started_at, '%Y%m%dT%H%M%SZ') || '-' || r.model || '-' || substr(md5(r.run_no::VARCHAR || '{seed}'), 1, 6) AS run_id,
@@ -428,7 +428,7 @@ FROM (
            r.started_at + to_seconds(300 + ui(r.run_no, 'dur', 3300)) AS ended_at,
            CASE WHEN u(r.run_no, 'crash') < 0.03 THEN 1 ELSE 0 END AS exit_status,
            CASE WHEN u(r.run_no, 'crash') < 0.03 THEN 'crashed' ELSE 'exited' END AS end_reason
-    FROM g_run_ids r
+    FROM g_all_runs r
 ) x;
 """
 
@@ -439,7 +439,7 @@ SELECT file_id, run_id, md5(run_id || 'a') || md5(run_id || 'b'), 200000 + ui(ru
        CASE WHEN u(run_no, 'err') < 0.03 THEN 'partial' ELSE 'ok' END, 1, 0,
        CASE WHEN u(run_no, 'err') < 0.03 THEN 1 + ui(run_no, 'nerr', 4) ELSE 0 END,
        to_timestamp(t0 + 3600)::TIMESTAMP
-FROM g_run_ids;
+FROM g_all_runs;
 -- later ingests must not collide with the generated file ids
 SELECT max(nextval('file_id_seq')) FROM range((SELECT max(file_id) FROM files));
 
@@ -540,17 +540,14 @@ FROM (
     SELECT run_no, run_id, file_id, t0, frame_id, function, file, line, rank, k, reason,
            compile_s / 20.0 * (1.0 - v_idx * 0.03) * (0.5 + u(run_no, func * 10 + k)) AS ct
     FROM g_rc_first
-) x;
-
-INSERT INTO compiles (run_id, file_id, line_no, compile_id, frame_id, frame_compile_id, attempt, rank, co_name, co_filename,
-                      co_firstlineno, start_time, entire_frame_compile_time_s, backend_compile_time_s, inductor_compile_time_s,
-                      code_gen_time_s, guard_count, graph_op_count, graph_node_count, graph_input_count, cache_size,
-                      accumulated_cache_size, restart_reasons, is_recompile)
+) x
+UNION ALL
+-- (one statement, so that a file's compiles lie together: ordered by file id, as ingest appends them)
 SELECT h.run_id, h.file_id, 1000 + h.site * 400 + k.rank, h.frame_id::VARCHAR || '/0_1', h.frame_id, 0, 1, k.rank,
        split_part(h.user_function, '.', -1), h.user_file, h.user_line - 5, h.t0 + 15 + h.site,
-       ct * 1.25, ct, ct * 0.8, ct * 0.3, 10 + ui(h.run_no, h.site, 200), 10 + ui(h.run_no, h.site + 1, 300),
+       ct * 1.25, ct, ct * 0.8, ct * 0.3, 10 + ui(h.run_no, h.site, 200), NULL, 10 + ui(h.run_no, h.site + 1, 300),
        25 + ui(h.run_no, h.site + 1, 300), 2 + ui(h.run_no, h.site + 2, 20), 0, 0,
-       to_json([coalesce(h.gb_type, h.reason)])::VARCHAR, FALSE
+       to_json([coalesce(h.gb_type, h.reason)])::VARCHAR, NULL, FALSE
 FROM (SELECT *, 0.4 + u(run_no, site) * 2.0 AS ct FROM g_gb_hits) h JOIN range(8) k(rank) ON k.rank < h.ranks;
 
 -- compile phases and cache lookups of rank 0's first compiles (what the run-detail timeline draws)
@@ -560,13 +557,13 @@ SELECT c.run_id, c.file_id, c.line_no, c.compile_id, 0, p.name,
        (p.frac * c.entire_frame_compile_time_s * 1e6)::BIGINT
 FROM compiles c, (VALUES ('entire_frame_compile', 0.0, 1.0), ('backend_compile', 0.2, 0.8),
                          ('inductor_compile', 0.25, 0.64), ('code_gen', 0.55, 0.24)) p(name, off, frac)
-WHERE c.rank = 0 AND c.frame_compile_id = 0 AND c.attempt = 0;
+WHERE c.rank = 0 AND c.frame_compile_id = 0 AND c.attempt = 0 AND c.file_id BETWEEN {file_lo} AND {file_hi};
 
 INSERT INTO cache_events (run_id, file_id, line_no, compile_id, rank, cache, outcome, reason)
 SELECT run_id, file_id, line_no + 2, compile_id, 0, cache,
        CASE WHEN u(hash(run_id), frame_id + length(cache)) < 0.55 THEN 'hit' ELSE 'miss' END, NULL
 FROM compiles, (VALUES ('fx_graph'), ('aotautograd')) t(cache)
-WHERE rank = 0 AND frame_compile_id = 0 AND attempt = 0;
+WHERE rank = 0 AND frame_compile_id = 0 AND attempt = 0 AND file_id BETWEEN {file_lo} AND {file_hi};
 """
 
 SQL_BENCH = """
@@ -574,8 +571,10 @@ CREATE TEMP TABLE g_bench AS
 WITH counts AS (
     SELECT r.run_no, coalesce(g.n, 0) AS gb, coalesce(c.n, 0) AS rc
     FROM g_run_ids r
-    LEFT JOIN (SELECT run_id, count(*) AS n FROM graph_breaks WHERE rank = 0 GROUP BY run_id) g USING (run_id)
-    LEFT JOIN (SELECT run_id, count(*) AS n FROM recompiles WHERE rank = 0 GROUP BY run_id) c USING (run_id)
+    LEFT JOIN (SELECT run_id, count(*) AS n FROM graph_breaks
+               WHERE rank = 0 AND file_id BETWEEN {file_lo} AND {file_hi} GROUP BY run_id) g USING (run_id)
+    LEFT JOIN (SELECT run_id, count(*) AS n FROM recompiles
+               WHERE rank = 0 AND file_id BETWEEN {file_lo} AND {file_hi} GROUP BY run_id) c USING (run_id)
 )
 SELECT r.*, c.gb, c.rc,
        -- newer PyTorch is faster; each graph break and recompile costs a little; one version
@@ -625,12 +624,13 @@ SELECT b.run_id, b.file_id, 0, 1, 'cuda:0', b.compile_latency_s, ((8 + b.eager_m
 FROM g_bench b;
 
 UPDATE files SET records = c.n FROM (
-    SELECT run_id, count(*) AS n FROM graph_breaks GROUP BY run_id
+    SELECT run_id, count(*) AS n FROM graph_breaks WHERE file_id BETWEEN {file_lo} AND {file_hi} GROUP BY run_id
 ) c WHERE files.run_id = c.run_id;
 """
 
 
-def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int, quiet: bool = False) -> dict:
+def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int, quiet: bool = False,
+          slice_files: int | None = None) -> dict:
     """Create the store at db (which must not exist) and fill it; returns row counts per table."""
     t_start = time.perf_counter()
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
@@ -653,19 +653,14 @@ def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int
             con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {name}_df")
             con.unregister(name + "_df")
         con.execute(SQL_MACROS.format(**fmt))
-        phases = [("runs", SQL_RUNS), ("files", SQL_FILES), ("graph_breaks", SQL_GRAPH_BREAKS),
-                  ("recompiles", SQL_RECOMPILES), ("compiles", SQL_COMPILES), ("bench", SQL_BENCH)]
-        for i, (label, sql) in enumerate(phases):
+        for label, sql in (("runs", SQL_RUNS), ("files", SQL_FILES)):
             t = time.perf_counter()
             con.execute("BEGIN")
             for stmt in _statements(sql.format(**fmt)):
-                con.execute(stmt)
+                con.execute(stmt if label == "runs" else in_file_order(stmt))
             con.execute("COMMIT")
-            drop_finished_temp_tables(con, "".join(later for _, later in phases[i + 1:]))
             say(f"  {label:<14} {time.perf_counter() - t:6.1f} s")
-        t = time.perf_counter()
-        lay_out_in_file_order(con)
-        say(f"  {'file order':<14} {time.perf_counter() - t:6.1f} s")
+        build_events_in_slices(con, fmt, say, slice_files or SLICE_FILES)
         # hardware and run_metrics, as ingest derives them (one set-based pass over all runs)
         t = time.perf_counter()
         refresh_all(con)
@@ -684,13 +679,55 @@ def build(db: Path, runs: int, days: int, end: datetime, seed: int, threads: int
     return counts
 
 
+# Runs' events are generated a slice of files at a time, in file order. One pass over all runs held
+# every phase's temp tables at once: the recompiles' guard failures alone are ~29 M rows at 100,000
+# runs, and that phase spilled 20.3 GB of temp blocks (a 300,000-run build would not fit the disk);
+# a slice's rows fit in memory. Files are numbered in the order runs happened, and each insert is
+# ordered by file id, so the tables come out in file order, as ingest appends them, with no
+# rewrite afterwards (the whole-table rewrite, lay_out_in_file_order, took 456 s at 100,000 runs).
+SLICE_FILES = 5000
+EVENT_PHASES = (("graph_breaks", SQL_GRAPH_BREAKS), ("recompiles", SQL_RECOMPILES),
+                ("compiles", SQL_COMPILES), ("bench", SQL_BENCH))
+# the temp tables every slice reads; the rest are a slice's own and dropped with it
+SHARED_TEMP = {"g_models", "g_hosts", "g_versions", "g_sites", "g_funcs", "g_all_runs"}
+
+
+def build_events_in_slices(con, fmt: dict, say, slice_files: int) -> None:
+    """Generate every run's events, a slice of `slice_files` files per transaction."""
+    took = dict.fromkeys((label for label, _ in EVENT_PHASES), 0.0)
+    hi_file = con.execute("SELECT coalesce(max(file_id), 0) FROM g_all_runs").fetchone()[0]
+    con.execute("SET preserve_insertion_order = true")  # what makes ORDER BY file_id the stored order
+    for lo in range(1, hi_file + 1, slice_files):
+        span = dict(fmt, file_lo=lo, file_hi=lo + slice_files - 1)
+        con.execute("BEGIN")
+        con.execute("CREATE TEMP TABLE g_run_ids AS SELECT * FROM g_all_runs "
+                    f"WHERE file_id BETWEEN {span['file_lo']} AND {span['file_hi']}")
+        for i, (label, sql) in enumerate(EVENT_PHASES):
+            t = time.perf_counter()
+            for stmt in _statements(sql.format(**span)):
+                con.execute(in_file_order(stmt))
+            drop_finished_temp_tables(con, "".join(later for _, later in EVENT_PHASES[i + 1:]))
+            took[label] += time.perf_counter() - t
+        con.execute("COMMIT")
+        drop_finished_temp_tables(con, "")
+    con.execute("SET preserve_insertion_order = false")
+    for label, seconds in took.items():
+        say(f"  {label:<14} {seconds:6.1f} s")
+
+
+def in_file_order(stmt: str) -> str:
+    """An INSERT of event rows, ordered by file id (every table written here has one)."""
+    code = "\n".join(ln for ln in stmt.splitlines() if not ln.lstrip().startswith("--"))
+    return stmt + "\nORDER BY file_id" if code.lstrip().startswith("INSERT INTO") else stmt
+
+
 def drop_finished_temp_tables(con, later_sql: str) -> None:
-    """Drop the temp tables no later phase names. They live in memory and what does not fit spills
-    to the temp folder (the recompiles' guard failures alone are ~29 M rows at 100,000 runs); kept
-    to the end, their spilled blocks were still held when the rollups' rebuild capped the temp
-    folder at 8 GiB (store/derived.py: REBUILD_SETTINGS), which DuckDB then refused."""
+    """Drop the temp tables of this slice that no later phase names. They live in memory and what
+    does not fit spills to the temp folder; kept to the end, their spilled blocks were still held
+    when the rollups' rebuild capped the temp folder at 8 GiB (store/derived.py: REBUILD_SETTINGS),
+    which DuckDB then refused."""
     for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall():
-        if not re.search(rf"\b{re.escape(name)}\b", later_sql):
+        if name not in SHARED_TEMP and not re.search(rf"\b{re.escape(name)}\b", later_sql):
             con.execute(f"DROP TABLE {name}")
 
 
@@ -779,6 +816,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--end", help="last day, ISO date (default: today, UTC)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("COMPILEWATCH_BENCH_THREADS", "2")))
+    ap.add_argument("--slice-files", type=int, default=SLICE_FILES,
+                    help="files whose events are generated per transaction (memory and temp space, not the result)")
     ap.add_argument("--force", action="store_true", help="replace an existing database at --db")
     ap.add_argument("--lake", help="then copy the store into this empty DuckLake store (ducklake:postgres:...)")
     ap.add_argument("--data-path", help="the DuckLake store's data path (with --lake)")
@@ -795,7 +834,7 @@ def main(argv: list[str] | None = None) -> int:
             p.unlink(missing_ok=True)
     end = (datetime.fromisoformat(args.end) if args.end else datetime.now(timezone.utc).replace(tzinfo=None))
     end = end.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
-    counts = build(args.db, args.runs, args.days, end, args.seed, args.threads)
+    counts = build(args.db, args.runs, args.days, end, args.seed, args.threads, slice_files=args.slice_files)
     seconds = counts.pop("_seconds")
     width = max(map(len, counts))
     for table, n in counts.items():

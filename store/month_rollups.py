@@ -70,17 +70,23 @@ def refresh_month_rollups(con, day_cells=None, tables: tuple[str, ...] = TABLES)
             for table in tables:
                 con.execute(f"INSERT INTO {table} {_select(table, where)}", [month]).fetchall()
         return
-    month_cells = {(day.replace(day=1) if day is not None else None, model, hardware, torch)
-                   for day, model, hardware, torch, _label in day_cells}
+    month_cells = month_cells_of(day_cells)
     if not month_cells:
         return
-    rows, rows_params, day_rows, day_rows_params = _month_cells_match(month_cells)
+    rows, rows_params, day_rows, day_rows_params = month_cells_match(month_cells)
     for table in tables:
         con.execute(f"DELETE FROM {table} d WHERE {rows}", rows_params).fetchall()
         con.execute(f"INSERT INTO {table} {_select(table, day_rows)}", day_rows_params).fetchall()
 
 
-def _month_cells_match(month_cells: set) -> tuple[str, list, str, list]:
+def month_cells_of(day_cells) -> set:
+    """The month cells (month as its first day, model, hardware, torch version) that the day cells
+    ((day, model, hardware, torch version, label) tuples) lie in."""
+    return {(day.replace(day=1) if day is not None else None, model, hardware, torch)
+            for day, model, hardware, torch, _label in day_cells}
+
+
+def month_cells_match(month_cells: set) -> tuple[str, list, str, list]:
     """SQL true for a month rollup's rows (alias d) in `month_cells`, and for the day rows they sum,
     each with its parameters: one cell's equalities, or the arrays of several (as day_rollups does)."""
     if len(month_cells) == 1:

@@ -1,47 +1,39 @@
 """Recompile storms: recompiles per run and function, storms flagged, guard failures ranked. Read
-from the rollups kept at ingest: per run (store/rollups.py) for the storms, per day or month cell
-(store/day_rollups.py, store/month_rollups.py) for the views over the whole window; the raw
-recompiles only for one run's timeline."""
+from the rollups kept at ingest: per run (store/rollups.py) and the stormiest rows per month cell
+(store/month_storms.py) for the storms, per day or month cell (store/day_rollups.py,
+store/month_rollups.py) for the views over the whole window; the raw recompiles only for one run's
+timeline."""
 from __future__ import annotations
+
+from datetime import datetime, time
 
 import pandas as pd
 
-from compilewatch.app.filters import Filters
-from compilewatch.app.cells import cell_where, window_rows
+from compilewatch.app.cells import cell_where, whole_months, window_rows
+from compilewatch.app.filters import Filters, key_clauses
 from compilewatch.app.queries.common import df, runs_cte
 from compilewatch.review.hints import guard_hint
+from compilewatch.store import month_storms
+from compilewatch.store.month_storms import BURST_PER_MINUTE, MANY_RECOMPILES
 from compilewatch.store.run_rows import run_filter
-
-# A storm: the recompile limit was hit, or one function recompiled at least MANY times in a run
-# (torch's default recompile_limit is 8), or BURST recompiles landed within one minute.
-MANY_RECOMPILES = 8
-BURST_PER_MINUTE = 5
 
 
 def storms(con, f: Filters) -> pd.DataFrame:
     """One row per (run, function): recompiles, limit hits, the worst one-minute burst, the top
-    guard-failure category, storm flag and why. Storms first, then most recompiles; f.limit rows."""
+    guard-failure category, storm flag and why. Storms first, then most recompiles; f.limit rows.
+    A window's whole months come from the storms level (store/month_storms.py) when every filter is
+    part of a month cell; its partial months, and any other filter, from the per-run rollups."""
     cte, params = runs_cte(f)
+    edge, candidates, cand_params = _storm_candidates(f)
     sql = f"""
-    WITH {cte},
-    per AS (SELECT rr.run_id, rr.function, rr.file, rr.line, rr.n AS recompiles, rr.first_ts, rr.last_ts, rr.burst
-            FROM rollup_recompiles rr JOIN fr USING (run_id)),
-    lh AS (SELECT lh.run_id, coalesce(lh.function, '?') AS function, sum(lh.n)::BIGINT AS limit_hits,
-                  any_value(lh.limit_name) AS limit_name, any_value(lh.file) AS file, any_value(lh.line) AS line
-           FROM rollup_limit_hits lh JOIN fr USING (run_id) GROUP BY ALL),
-    j AS (SELECT run_id, function,
-                 coalesce(per.file, lh.file) AS file, coalesce(per.line, lh.line) AS line,
-                 coalesce(per.recompiles, 0) AS recompiles, coalesce(lh.limit_hits, 0) AS limit_hits,
-                 lh.limit_name, coalesce(per.burst, 0) AS burst, per.first_ts, per.last_ts
-          FROM per FULL JOIN lh USING (run_id, function)),
-    top AS (SELECT j.*, fr.model, fr.torch_version, fr.run_time,
-                   (j.limit_hits > 0 OR j.recompiles >= ? OR j.burst >= ?) AS storm
-            FROM j JOIN fr USING (run_id)
-            ORDER BY storm DESC, limit_hits DESC, recompiles DESC, run_time DESC, function LIMIT ?),
-    -- guard categories only for the rows shown; the top category is the mode of the failures
+    WITH {cte}, {edge},
+    top AS (SELECT * FROM {candidates} c ORDER BY {month_storms.ORDER} LIMIT ?),
+    -- guard categories only for the rows shown; the top category is the mode of the failures (the
+    -- first by name among equals, so that the same rows always name the same one)
     gc AS (SELECT g.run_id, coalesce(g.function, '?') AS function, g.category, sum(g.n) AS n
            FROM rollup_guard_failures g WHERE g.run_id IN (SELECT run_id FROM top) GROUP BY ALL),
-    gf AS (SELECT run_id, function, arg_max(category, n) FILTER (WHERE category IS NOT NULL) AS top_category,
+    gf AS (SELECT run_id, function,
+                  first(category ORDER BY n DESC, category) FILTER (WHERE category IS NOT NULL) AS top_category,
                   sum(n)::BIGINT AS guard_failures
            FROM gc GROUP BY ALL)
     SELECT top.run_id, top.model, top.torch_version, top.run_time, top.function, top.file, top.line,
@@ -53,10 +45,36 @@ def storms(con, f: Filters) -> pd.DataFrame:
                CASE WHEN top.recompiles >= ? THEN top.recompiles || ' recompiles' END,
                CASE WHEN top.burst >= ? THEN top.burst || ' within a minute' END) AS why
     FROM top LEFT JOIN gf USING (run_id, function)
-    ORDER BY top.storm DESC, top.limit_hits DESC, top.recompiles DESC, top.run_time DESC, top.function
+    ORDER BY {month_storms.ORDER}
     """
-    extra = [MANY_RECOMPILES, BURST_PER_MINUTE, int(f.limit), MANY_RECOMPILES, BURST_PER_MINUTE]
-    return df(con, sql, params + extra)
+    extra = [int(f.limit), MANY_RECOMPILES, BURST_PER_MINUTE]
+    return df(con, sql, params + cand_params + extra)
+
+
+_STORM_PART = "function, file, line, recompiles, limit_hits, limit_name, burst, first_ts, last_ts, storm"
+
+
+def _storm_candidates(f: Filters) -> tuple[str, str, list]:
+    """(CTE ``edge``, relation, params): storm rows (run_id, model, torch_version, run_time,
+    function, ... storm) that hold the window's top f.limit. The whole months' rows come from the
+    storms level and ``edge``, the filtered runs (``fr``) of the partial months, row by row; when a
+    filter is not part of a month cell, or more rows are asked for than the level keeps per cell,
+    ``edge`` is every filtered run."""
+    months = None if f.labels or f.limit > month_storms.ROWS_PER_CELL else whole_months(f)
+    per_run = f"SELECT run_id, model, torch_version, run_time, {_STORM_PART} FROM ({month_storms.storm_rows('edge')})"
+    if months is None:
+        return "edge AS (SELECT * FROM fr)", f"({per_run})", []
+    first, after = months
+    inside = [(c, v) for c, v in (("{0} >= ?", first), ("{0} < ?", after)) if v is not None]
+    keys, params = key_clauses(f, lambda col: f"d.{col}")
+    level_where = " AND ".join([*keys, *(c.format("d.month") for c, _ in inside)]) or "TRUE"
+    params += [v for _, v in inside]
+    outside = f"NOT ({' AND '.join(c.format('run_time') for c, _ in inside)})" if inside else "FALSE"
+    edge = f"edge AS (SELECT * FROM fr WHERE {outside})"
+    sql = (f"SELECT d.run_id, d.model, d.torch_version, d.run_time, {_STORM_PART} "
+           f"FROM rollup_month_storms d WHERE {level_where} UNION ALL {per_run}")
+    # the edge's parameters come first: its CTE precedes the relation in the query
+    return edge, f"({sql})", [datetime.combine(v, time.min) for _, v in inside] + params
 
 
 def storm_run(con, f: Filters) -> str | None:

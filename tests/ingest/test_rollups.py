@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from compilewatch.ingest.loader import ingest_paths
-from compilewatch.store import open_store, rollups, run_filter
+from compilewatch.store import month_storms, open_store, rollups, run_filter
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = sorted((REPO / "tests" / "fixtures" / "trace").glob("*.log.gz"))
@@ -284,7 +284,27 @@ def assert_rollups_match(store) -> dict[str, int]:
             total, n_raw = con.execute(f"SELECT (SELECT coalesce(sum({col}), 0) FROM {table}), "
                                        f"(SELECT count(*) FROM {raw})").fetchall()[0]
             assert total == n_raw, (table, total, n_raw)
+        sizes["rollup_month_storms"] = _assert_month_storms(con)
     return sizes
+
+
+def _assert_month_storms(con) -> int:
+    """The storms level (store/month_storms.py) holds each month cell's top rows, in the storms
+    order, of the storm rows of every run (whose per-run rollups are checked against the raw rows
+    above); returns its row count."""
+    cell = ["month", "model", "hardware", "torch_version"]
+    rows = con.execute(f"""
+        SELECT date_trunc('month', d.day)::DATE AS month, d.model, d.hardware, d.torch_version, s.*
+        FROM rollup_day_runs d JOIN ({month_storms.storm_rows("(SELECT r.run_id, "
+                                                             "coalesce(r.started_at, r.ingested_at) AS run_time "
+                                                             "FROM runs r)")}) s USING (run_id)
+        ORDER BY {month_storms.ORDER}""").df()
+    want = rows.groupby(cell, dropna=False, sort=False).head(month_storms.ROWS_PER_CELL)
+    got = con.execute(f"SELECT * FROM rollup_month_storms ORDER BY {month_storms.ORDER}").df()
+    cols = [*cell, *month_storms.COLUMNS]
+    assert len(got) == len(want) > 0, (len(got), len(want))
+    pd.testing.assert_frame_equal(_key(got, cols), _key(want, cols), obj="rollup_month_storms")
+    return len(got)
 
 
 def _cli(args, env=None, **kw):
@@ -344,7 +364,7 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
                   "rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time",
                   "rollup_day_graph_breaks", "rollup_run_totals", "rollup_steps", "rollup_month_guard_failures",
                   "rollup_month_recompiles", "rollup_month_compile_time", "rollup_month_graph_breaks",
-                  "rollup_frame_fingerprints"):
+                  "rollup_frame_fingerprints", "rollup_month_storms"):
             con.execute(f"DROP TABLE {t}")
         # and from before 018 (its backfill builds the compile-time rollups) and 020 (fingerprints)
         con.execute("DROP TABLE later_compile_metrics")
@@ -353,7 +373,8 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
         con.execute("ALTER TABLE artifacts DROP COLUMN fp")
         con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql', "
                     "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql', "
-                    "'014_month_rollups.sql', '018_compile_total.sql', '020_frame_fingerprints.sql')")
+                    "'014_month_rollups.sql', '018_compile_total.sql', '020_frame_fingerprints.sql', "
+                    "'026_month_storms.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 

@@ -41,7 +41,8 @@ def whole_months(f: Filters) -> tuple[date | None, date | None] | None:
 
 def window_rows(kind: str, f: Filters, columns: str) -> tuple[str, list]:
     """(SQL of a relation, params): ``columns`` of the rollup rows of ``kind`` ("graph_breaks",
-    "recompiles", "guard_failures", "compile_time") that hold exactly the filtered runs. The
+    "recompiles", "guard_failures", "compile_time", "run_totals", "speedups") that hold exactly the
+    filtered runs. The
     window's whole months come from rollup_month_<kind> and the days of its partial months from
     rollup_day_<kind>: a year's view reads ~12 rows per model and key where the day rollups hold
     one per run and key. ``columns`` must be in both tables (not day or label); a label filter,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from compilewatch.store.run_filter import runs_match, runs_param
 from compilewatch.store.run_keys import HARDWARE, RUN_TIME
+from compilewatch.store.run_speedups import run_speedups
 
 _RUN_TIME = RUN_TIME.replace("r.", "rt.")
 
@@ -61,6 +62,19 @@ _DAY = {
         FROM (SELECT rg.*, {_RUN_TIME} AS t FROM rollup_graph_breaks rg JOIN runs rt USING (run_id)) g
         JOIN rollup_day_runs m USING (run_id) WHERE {{flt}}
         GROUP BY {_CELL_COLS}, g.break_key""",
+    # the Overview's KPIs (migrations/028_overview_rollups.sql): every run of the cell, with its
+    # totals or none
+    "rollup_day_run_totals": f"""
+        SELECT {_CELL_COLS}, count(*), sum(coalesce(t.graph_breaks, 0)), sum(coalesce(t.recompiles, 0)),
+               sum(t.compile_s)
+        FROM rollup_day_runs m LEFT JOIN rollup_run_totals t USING (run_id) WHERE {{flt}}
+        GROUP BY {_CELL_COLS}""",
+    # each run's geomean per bench model first (as the Overview's per-run path takes it), then their
+    # logarithms summed per cell: a geomean over many cells' runs is exp(sum / runs)
+    "rollup_day_speedups": f"""
+        SELECT {_C}, bench_model, sum(ln(g)), count(*)
+        FROM ({run_speedups("(SELECT * FROM rollup_day_runs m WHERE {flt})", CELL)})
+        WHERE g > 0 GROUP BY {_C}, bench_model""",
 }
 TABLES = ("rollup_day_runs", *_DAY)
 _MEMBERS = (f"SELECT r.run_id, ({RUN_TIME})::DATE, r.model, {HARDWARE}, r.torch_version, r.label "

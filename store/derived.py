@@ -53,6 +53,11 @@ BACKFILLS = {
     # no stored row can hold a heap figure before 025 adds it, so 025 needs no backfill.
     "023_cudagraph_coverage.sql": (partial(refresh_run_metrics, heap=False),),
     "026_month_storms.sql": (refresh_month_storms,),
+    # the Overview's KPIs per cell: summed from rollup_run_totals (012, 018) and bench_results, a
+    # month at a time like the day and month rollups before them
+    "028_overview_rollups.sql": (partial(refresh_day_rollups, tables=("rollup_day_run_totals", "rollup_day_speedups")),
+                                 partial(refresh_month_rollups, tables=("rollup_month_run_totals",
+                                                                        "rollup_month_speedups"))),
 }
 
 

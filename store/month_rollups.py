@@ -27,6 +27,10 @@ _MONTH = {
         "arg_max(reason, last_seen), any_value(explanation), any_value(hints), any_value(user_file), "
         "any_value(user_line), any_value(user_function), "
         "arg_max(example_stack, stack_seen) FILTER (WHERE example_stack IS NOT NULL), max(stack_seen)"),
+    # the Overview's KPIs (migrations/028_overview_rollups.sql): a cell's own figures, no key
+    "rollup_month_run_totals": ("rollup_day_run_totals", "",
+                                "sum(runs), sum(graph_breaks), sum(recompiles), sum(compile_s)"),
+    "rollup_month_speedups": ("rollup_day_speedups", "bench_model", "sum(ln_sum), sum(runs)"),
 }
 TABLES = tuple(_MONTH)
 _MONTH_OF = "date_trunc('month', d.day)::DATE"
@@ -51,8 +55,8 @@ _IN_MONTH_CELLS = (
 
 def _select(table: str, where: str) -> str:
     day_table, keys, aggs = _MONTH[table]
-    return (f"SELECT {_MONTH_OF}, d.model, d.hardware, d.torch_version, {keys}, {aggs} "
-            f"FROM {day_table} d WHERE {where} GROUP BY ALL")
+    cols = ", ".join(c for c in (_MONTH_OF, "d.model, d.hardware, d.torch_version", keys, aggs) if c)
+    return f"SELECT {cols} FROM {day_table} d WHERE {where} GROUP BY ALL"
 
 
 def refresh_month_rollups(con, day_cells=None, tables: tuple[str, ...] = TABLES) -> None:

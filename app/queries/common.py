@@ -7,10 +7,7 @@ import pandas as pd
 
 from compilewatch.app.filters import Filters, key_clauses
 from compilewatch.store.run_keys import HARDWARE, RUN_TIME
-
-# exp(avg(ln(x))) over positive values: PyTorch's dashboards geomean speedups the same way.
-def geomean(expr: str) -> str:
-    return f"exp(avg(ln(CASE WHEN {expr} > 0 THEN {expr} END)))"
+from compilewatch.store.run_speedups import geomean  # noqa: F401  (the pages' geomean, as the rollups take it)
 
 
 def run_where(f: Filters, *, use_time: bool = True, use_models: bool = True,

@@ -1,5 +1,5 @@
 """The rollups kept at ingest (per run: store/rollups.py; per day and cell: store/day_rollups.py; per
-month cell: store/month_rollups.py)
+month cell: store/month_rollups.py; the Overview's KPIs per day and month cell among them)
 equal the aggregate over the raw event rows, on real logs, after every way a store is written: a
 clean ingest, a duplicate ingest, a worker killed with SIGKILL mid-ingest and its rerun, `reingest
 --all`, the migrations' backfill of an existing store, and `store copy` (to a DuckLake store on a real PostgreSQL too).
@@ -209,15 +209,16 @@ def _expected_day(con, gb: pd.DataFrame, gf: pd.DataFrame, rc: pd.DataFrame,
     runs["hardware"] = runs["hardware"].fillna("unknown")
     day_cell = ["day", "model", "hardware", "torch_version", "label"]
     out = {"rollup_day_runs": (runs, ["run_id", *day_cell])}
-    out.update(_per_cell("day", day_cell, runs, gb, gf, rc, c))
-    out.update(_per_cell("month", ["month", "model", "hardware", "torch_version"], runs, gb, gf, rc, c))
+    bench = _raw(con, "bench_results")
+    out.update(_per_cell("day", day_cell, runs, gb, gf, rc, c, bench))
+    out.update(_per_cell("month", ["month", "model", "hardware", "torch_version"], runs, gb, gf, rc, c, bench))
     return out
 
 
 def _per_cell(level: str, cell: list[str], runs: pd.DataFrame, gb: pd.DataFrame, gf: pd.DataFrame,
-              rc: pd.DataFrame, c: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
+              rc: pd.DataFrame, c: pd.DataFrame, bench: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     """rollup_<level>_*: the raw rows summed per ``cell`` (columns of ``runs``) and key."""
-    out = {}
+    out = _overview_per_cell(level, cell, runs, gb, rc, c, bench)
     g = gf.merge(runs[["run_id", *cell]], on="run_id")
     g["guard"] = g["guard_key"].where(g["guard_key"].notna(), g["raw"].str[:120])
     g["category_or_other"] = g["category"].fillna("other")
@@ -254,6 +255,31 @@ def _per_cell(level: str, cell: list[str], runs: pd.DataFrame, gb: pd.DataFrame,
     return out
 
 
+def _overview_per_cell(level: str, cell: list[str], runs: pd.DataFrame, gb: pd.DataFrame, rc: pd.DataFrame,
+                       c: pd.DataFrame, bench: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
+    """The Overview's KPIs per cell: every run of the cell counted, its raw breaks and recompiles
+    counted, its compiles' seconds summed; and per cell and bench model (the row's own, else the
+    run's) the runs whose geomean of positive speedups exists, and the sum of its logarithms."""
+    per_run = pd.concat([gb.groupby("run_id").size().rename("graph_breaks"),
+                         rc.groupby("run_id").size().rename("recompiles"),
+                         c.groupby("run_id")["total_s"].sum(min_count=1).rename("compile_s")], axis=1)
+    r = runs[["run_id", *cell]].merge(per_run.rename_axis("run_id").reset_index(), on="run_id", how="left")
+    totals = r.groupby(cell, dropna=False).agg(
+        runs=("run_id", "size"), graph_breaks=("graph_breaks", "sum"), recompiles=("recompiles", "sum"),
+        compile_s=("compile_s", lambda s: s.sum(min_count=1))).reset_index()
+    totals = totals.astype({"graph_breaks": int, "recompiles": int})
+    totals["compile_s"] = totals["compile_s"].astype(float).round(6)
+    b = bench.merge(runs[["run_id", *cell]], on="run_id", suffixes=("_bench", ""))
+    b["bench_model"] = b["model_bench"].where(b["model_bench"].notna(), b["model"])
+    b = b.assign(ln=np.log(b["speedup"].where(b["speedup"] > 0)))
+    per_model = b.groupby(["run_id", *cell, "bench_model"], dropna=False)["ln"].mean().dropna().reset_index()
+    speedups = per_model.groupby([*cell, "bench_model"], dropna=False).agg(
+        ln_sum=("ln", "sum"), runs=("run_id", "size")).reset_index()
+    speedups["ln_sum"] = speedups["ln_sum"].round(9)
+    return {f"rollup_{level}_run_totals": (totals, [*cell, "runs", "graph_breaks", "recompiles", "compile_s"]),
+            f"rollup_{level}_speedups": (speedups, [*cell, "bench_model", "ln_sum", "runs"])}
+
+
 def assert_rollups_match(store) -> dict[str, int]:
     """Every rollup equals the raw rows' aggregate; returns the rollups' row counts."""
     sizes = {}
@@ -270,10 +296,9 @@ def assert_rollups_match(store) -> dict[str, int]:
                 for col in _SECONDS:
                     if col in got:
                         got[col] = got[col].astype(float).round(6)
-            if table == "rollup_run_totals":
-                got["compile_s"] = got["compile_s"].astype(float).round(6)
-            if table == "rollup_steps":
-                got["steady_ms"] = got["steady_ms"].astype(float).round(6)
+            for col, places in (("compile_s", 6), ("steady_ms", 6), ("ln_sum", 9)):
+                if col in got:
+                    got[col] = got[col].astype(float).round(places)
             assert len(got) == len(want), (table, len(got), len(want))
             pd.testing.assert_frame_equal(_key(got, cols), _key(want, cols), obj=table)
             sizes[table] = len(got)
@@ -364,7 +389,8 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
                   "rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time",
                   "rollup_day_graph_breaks", "rollup_run_totals", "rollup_steps", "rollup_month_guard_failures",
                   "rollup_month_recompiles", "rollup_month_compile_time", "rollup_month_graph_breaks",
-                  "rollup_frame_fingerprints", "rollup_month_storms"):
+                  "rollup_frame_fingerprints", "rollup_month_storms", "rollup_day_run_totals",
+                  "rollup_day_speedups", "rollup_month_run_totals", "rollup_month_speedups"):
             con.execute(f"DROP TABLE {t}")
         # and from before 018 (its backfill builds the compile-time rollups) and 020 (fingerprints)
         con.execute("DROP TABLE later_compile_metrics")
@@ -374,7 +400,7 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
         con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql', "
                     "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql', "
                     "'014_month_rollups.sql', '018_compile_total.sql', '020_frame_fingerprints.sql', "
-                    "'026_month_storms.sql')")
+                    "'026_month_storms.sql', '028_overview_rollups.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 
@@ -444,7 +470,8 @@ def test_day_rollups_follow_a_run_that_moves_to_another_cell(tmp_path):
         assert con.execute("SELECT model FROM rollup_day_runs WHERE run_id = 'job-1'").fetchall() == [("resnet50",)]
         for table in ("rollup_day_guard_failures", "rollup_day_recompiles", "rollup_day_compile_time",
                       "rollup_day_graph_breaks", "rollup_month_guard_failures", "rollup_month_recompiles",
-                      "rollup_month_compile_time", "rollup_month_graph_breaks"):
+                      "rollup_month_compile_time", "rollup_month_graph_breaks", "rollup_day_run_totals",
+                      "rollup_day_speedups", "rollup_month_run_totals", "rollup_month_speedups"):
             assert con.execute(f"SELECT count(*) FROM {table} WHERE model IS NULL").fetchall()[0][0] == 0, table
     assert sizes["rollup_day_compile_time"] > 0
 

@@ -50,6 +50,10 @@ BACKFILLS = {
     # columns (023): its backfill runs once all are there. The heap column (025) is read from then on;
     # no stored row can hold a heap figure before 025 adds it, so 025 needs no backfill.
     "023_cudagraph_coverage.sql": (partial(refresh_run_metrics, heap=False),),
+    # the runtime linkage's cells read rollup_steps (013), run_metrics (its backfill above) and bench_results
+    "029_linkage_rollups.sql": (partial(refresh_day_rollups, tables=("rollup_day_linkage", "rollup_day_linkage_bins")),
+                                partial(refresh_month_rollups, tables=("rollup_month_linkage",
+                                                                       "rollup_month_linkage_bins"))),
 }
 
 

@@ -27,6 +27,9 @@ _MONTH = {
         "arg_max(reason, last_seen), any_value(explanation), any_value(hints), any_value(user_file), "
         "any_value(user_line), any_value(user_function), "
         "arg_max(example_stack, stack_seen) FILTER (WHERE example_stack IS NOT NULL), max(stack_seen)"),
+    # bins merge by adding their counts (store/sketch.py)
+    "rollup_month_linkage": ("rollup_day_linkage", "callable, mode", "sum(runs), sum(calls), sum(compile_steps)"),
+    "rollup_month_linkage_bins": ("rollup_day_linkage_bins", "callable, mode, metric, sign, bin", "sum(n)"),
 }
 TABLES = tuple(_MONTH)
 _MONTH_OF = "date_trunc('month', d.day)::DATE"

@@ -39,15 +39,22 @@ def whole_months(f: Filters) -> tuple[date | None, date | None] | None:
     return first, after
 
 
+def month_span(f: Filters) -> tuple[date | None, date | None] | None:
+    """The whole months (whole_months) a view over ``f`` reads from the month level, or None when it
+    reads the day level alone: a window without a whole month, or a label filter, which a month
+    cell does not keep."""
+    return None if f.labels else whole_months(f)
+
+
 def window_rows(kind: str, f: Filters, columns: str) -> tuple[str, list]:
     """(SQL of a relation, params): ``columns`` of the rollup rows of ``kind`` ("graph_breaks",
-    "recompiles", "guard_failures", "compile_time", "run_totals", "speedups") that hold exactly the
-    filtered runs. The
-    window's whole months come from rollup_month_<kind> and the days of its partial months from
-    rollup_day_<kind>: a year's view reads ~12 rows per model and key where the day rollups hold
-    one per run and key. ``columns`` must be in both tables (not day or label); a label filter,
-    not part of a month cell, reads the day rollups alone."""
-    months = None if f.labels else whole_months(f)
+    "recompiles", "guard_failures", "compile_time", "run_totals", "speedups", "linkage", "linkage_bins")
+    that hold exactly the filtered runs. The window's whole months (month_span) come from
+    rollup_month_<kind> and the days of its partial months from rollup_day_<kind>: a year's view
+    reads ~12 rows per model and key where the day rollups hold one per run and key. ``columns``
+    must be in both tables (not day or label); a label filter, not part of a month cell, reads the
+    day rollups alone."""
+    months = month_span(f)
     if months is None:
         where, params = cell_where(f)
         return f"(SELECT {columns} FROM rollup_day_{kind} d WHERE {where})", params

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from compilewatch.store import sketch
+from compilewatch.store.linkage import MEDIANS, per_run
 from compilewatch.store.run_filter import runs_match, runs_param
 from compilewatch.store.run_keys import HARDWARE, RUN_TIME
 from compilewatch.store.run_speedups import run_speedups
@@ -75,6 +77,21 @@ _DAY = {
         SELECT {_C}, bench_model, sum(ln(g)), count(*)
         FROM ({run_speedups("(SELECT * FROM rollup_day_runs m WHERE {flt})", CELL)})
         WHERE g > 0 GROUP BY {_C}, bench_model""",
+    # the runtime linkage of the cell's runs (store/linkage.py): its sums, and the bins of each run's
+    # figures whose medians the page shows (store/sketch.py), one row per metric and bin
+    "rollup_day_linkage": f"""
+        WITH m AS (SELECT * FROM rollup_day_runs m WHERE {{flt}}), {per_run("m")}
+        SELECT {_CELL_COLS}, l.callable, l.mode, count(*), sum(l.calls), sum(l.compile_steps)
+        FROM linked l JOIN m USING (run_id)
+        GROUP BY {_CELL_COLS}, l.callable, l.mode""",
+    "rollup_day_linkage_bins": f"""
+        WITH m AS (SELECT * FROM rollup_day_runs m WHERE {{flt}}), {per_run("m")}
+        SELECT {_CELL_COLS}, l.callable, l.mode, v.metric, {sketch.sign_of("v.value")}, {sketch.bin_of("v.value")},
+               count(*)
+        FROM linked l JOIN m USING (run_id),
+             LATERAL (VALUES {", ".join(f"('{k}', l.{k})" for k in MEDIANS)}) v(metric, value)
+        WHERE v.value IS NOT NULL
+        GROUP BY ALL""",
 }
 TABLES = ("rollup_day_runs", *_DAY)
 _MEMBERS = (f"SELECT r.run_id, ({RUN_TIME})::DATE, r.model, {HARDWARE}, r.torch_version, r.label "

@@ -58,6 +58,10 @@ BACKFILLS = {
     "028_overview_rollups.sql": (partial(refresh_day_rollups, tables=("rollup_day_run_totals", "rollup_day_speedups")),
                                  partial(refresh_month_rollups, tables=("rollup_month_run_totals",
                                                                         "rollup_month_speedups"))),
+    # the runtime linkage's cells read rollup_steps (013), run_metrics (its backfill above) and bench_results
+    "029_linkage_rollups.sql": (partial(refresh_day_rollups, tables=("rollup_day_linkage", "rollup_day_linkage_bins")),
+                                partial(refresh_month_rollups, tables=("rollup_month_linkage",
+                                                                       "rollup_month_linkage_bins"))),
 }
 
 

@@ -31,6 +31,9 @@ _MONTH = {
     "rollup_month_run_totals": ("rollup_day_run_totals", "",
                                 "sum(runs), sum(graph_breaks), sum(recompiles), sum(compile_s)"),
     "rollup_month_speedups": ("rollup_day_speedups", "bench_model", "sum(ln_sum), sum(runs)"),
+    # bins merge by adding their counts (store/sketch.py)
+    "rollup_month_linkage": ("rollup_day_linkage", "callable, mode", "sum(runs), sum(calls), sum(compile_steps)"),
+    "rollup_month_linkage_bins": ("rollup_day_linkage_bins", "callable, mode, metric, sign, bin", "sum(n)"),
 }
 TABLES = tuple(_MONTH)
 _MONTH_OF = "date_trunc('month', d.day)::DATE"

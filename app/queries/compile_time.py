@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from compilewatch.app.cells import window_rows
+from compilewatch.app.cells import month_span, window_rows
 from compilewatch.app.filters import Filters
 from compilewatch.app.queries.common import df, runs_cte
+from compilewatch.store import sketch
 from compilewatch.store.compile_time import per_compile
+from compilewatch.store.linkage import MEDIANS, per_run
 from compilewatch.store.rollups import PHASE_EXPRS
 
 PHASES = ("tracing", "AOT", "Inductor", "autotuning", "backward", "runtime autotuning")
@@ -170,57 +172,65 @@ def frame_versions(con, f: Filters, top: int = 10) -> pd.DataFrame:
     return df(con, sql, params + [top])
 
 
-def runtime_linkage(con, f: Filters) -> pd.DataFrame:
-    """Per compiled callable (model, callable, torch version) over the filtered runs' timing hooks:
-    runs, calls (timed calls), compile_steps (calls that compiled, recompiles included),
-    steady_ms (median steady call: run_metrics' step_time, which pools a run's ranks), compile_ms (time of the compiling calls), compile_cost_ms
-    (compile_ms minus what those calls would have taken at steady speed), eager_ms (median steady
-    call of the same runs' eager reference: the bench's eager latency, else an eager-mode callable),
-    saved_ms (eager_ms - steady_ms) and break_even_steps (steady calls until the compile paid for
-    itself; null when there is no eager baseline or compiling made the call slower). Costliest
-    compile first, f.limit rows."""
-    cte, params = runs_cte(f)
-    sql = f"""
-    WITH {cte},
-    -- the steps kept per run, callable and mode at ingest (store/rollups.py: rollup_steps)
-    s AS (SELECT s.*, fr.model, fr.torch_version FROM rollup_steps s JOIN fr USING (run_id)),
-    eager_steps AS (
-        SELECT run_id, any_value(steady_ms) AS eager_ms FROM s
-        WHERE mode = 'eager' AND steady_calls > 0 GROUP BY run_id
-        HAVING count(DISTINCT callable) = 1   -- two eager callables: which one is the reference is unknown
-    ),
-    eager_bench AS (
-        SELECT b.run_id, median(b.eager_latency_ms) AS eager_ms FROM bench_results b JOIN fr USING (run_id)
-        WHERE b.eager_latency_ms > 0 GROUP BY b.run_id
-    ),
-    per_run0 AS (
-        SELECT run_id, model, torch_version, callable, mode, sum(calls) AS calls,
-               sum(compile_steps) AS compile_steps, any_value(steady_ms) AS steady_ms,
-               sum(compile_ms) AS compile_ms
-        FROM s WHERE mode IN ('compiled', 'marked') GROUP BY ALL
-    ),
-    steady AS (
-        -- the review's figure for the callable's steady step (run_metrics.step_time), so both agree
-        SELECT m.run_id, m.subject AS callable, m.value AS steady_ms FROM run_metrics m JOIN fr USING (run_id)
-        WHERE m.metric = 'step_time'
-    ),
-    per_run AS (
-        SELECT p.* REPLACE (coalesce(st.steady_ms, p.steady_ms) AS steady_ms)
-        FROM per_run0 p LEFT JOIN steady st USING (run_id, callable)
-    ),
-    linked AS (
-        SELECT p.*, coalesce(eb.eager_ms, es.eager_ms) AS eager_ms,
-               greatest(p.compile_ms - p.compile_steps * coalesce(p.steady_ms, 0), 0) AS compile_cost_ms
-        FROM per_run p LEFT JOIN eager_bench eb USING (run_id) LEFT JOIN eager_steps es USING (run_id)
-    ),
-    agg AS (
-        SELECT model, callable, mode, torch_version, count(*) AS runs, sum(calls)::BIGINT AS calls,
-               sum(compile_steps)::BIGINT AS compile_steps, median(steady_ms) AS steady_ms,
-               median(compile_ms) AS compile_ms, median(compile_cost_ms) AS compile_cost_ms,
-               median(eager_ms) AS eager_ms
-        FROM linked GROUP BY ALL
-    )
+# How far a median the linkage reads from its level may lie from the exact one (relative)
+LINKAGE_MEDIAN_ERROR = sketch.ALPHA
+# The linkage's keys, and what a view shows from its medians, on either path
+_LINKAGE_KEYS = "model, callable, mode, torch_version"
+_LINKAGE_SHOWN = """
     SELECT *, eager_ms - steady_ms AS saved_ms,
            CASE WHEN eager_ms > steady_ms THEN ceil(compile_cost_ms / (eager_ms - steady_ms)) END AS break_even_steps
     FROM agg ORDER BY compile_cost_ms DESC NULLS LAST, model, callable LIMIT ?"""
+
+
+def runtime_linkage(con, f: Filters) -> pd.DataFrame:
+    """Per compiled callable and mode (model, callable, mode, torch version) over the filtered runs'
+    timing hooks: runs, calls (timed calls), compile_steps (calls that compiled, recompiles included),
+    and the medians over runs of steady_ms (steady call: run_metrics' step_time, which pools a run's
+    ranks), compile_ms (time of the compiling calls), compile_cost_ms (compile_ms minus what those
+    calls would have taken at steady speed) and eager_ms (steady call of the same runs' eager
+    reference: the bench's eager latency, else an eager-mode callable); saved_ms (eager_ms -
+    steady_ms) and break_even_steps (steady calls until the compile paid for itself; null when there
+    is no eager baseline or compiling made the call slower). Costliest compile first, f.limit rows.
+
+    A window holding a whole month, without a label filter (app/cells.py: month_span), is read from
+    the linkage's day and month level: the counts exact, the medians within store/sketch.py's ALPHA.
+    Any other view, whose runs are few, from each run's figures, exactly."""
+    read = linkage_per_cell if month_span(f) is not None else linkage_per_run
+    return read(con, f)
+
+
+def linkage_per_run(con, f: Filters) -> pd.DataFrame:
+    """runtime_linkage from each filtered run's figures (store/linkage.py): exact, and read per run."""
+    cte, params = runs_cte(f)
+    sql = f"""
+    WITH {cte}, {per_run("fr")},
+    agg AS (
+        SELECT fr.model, l.callable, l.mode, fr.torch_version, count(*) AS runs, sum(l.calls)::BIGINT AS calls,
+               sum(l.compile_steps)::BIGINT AS compile_steps, {", ".join(f"median(l.{k}) AS {k}" for k in MEDIANS)}
+        FROM linked l JOIN fr USING (run_id) GROUP BY ALL
+    )
+    {_LINKAGE_SHOWN}"""
     return df(con, sql, params + [f.limit])
+
+
+def linkage_per_cell(con, f: Filters) -> pd.DataFrame:
+    """runtime_linkage from the day and month level (app/cells.py: window_rows): the cells' sums
+    added, and each median read from the cells' bins merged (store/sketch.py)."""
+    sums, sum_params = window_rows("linkage", f, f"{_LINKAGE_KEYS}, runs, calls, compile_steps")
+    bins, bin_params = window_rows("linkage_bins", f, f"{_LINKAGE_KEYS}, metric, sign, bin, n")
+    same_key = " AND ".join(f"s.{k} IS NOT DISTINCT FROM m.{k}" for k in _LINKAGE_KEYS.split(", "))
+    sql = f"""
+    WITH sums AS (
+        SELECT {_LINKAGE_KEYS}, sum(runs)::BIGINT AS runs, sum(calls)::BIGINT AS calls,
+               sum(compile_steps)::BIGINT AS compile_steps
+        FROM {sums} GROUP BY {_LINKAGE_KEYS}
+    ),
+    medians AS (
+        SELECT {_LINKAGE_KEYS}, {", ".join(f"any_value(value) FILTER (WHERE metric = '{k}') AS {k}" for k in MEDIANS)}
+        FROM ({sketch.medians(bins, _LINKAGE_KEYS)}) GROUP BY {_LINKAGE_KEYS}
+    ),
+    agg AS (
+        SELECT s.*, {", ".join(f"m.{k}" for k in MEDIANS)} FROM sums s LEFT JOIN medians m ON {same_key}
+    )
+    {_LINKAGE_SHOWN}"""
+    return df(con, sql, sum_params + bin_params + [f.limit])

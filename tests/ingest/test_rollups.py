@@ -1,5 +1,6 @@
 """The rollups kept at ingest (per run: store/rollups.py; per day and cell: store/day_rollups.py; per
-month cell: store/month_rollups.py; the Overview's KPIs per day and month cell among them)
+month cell: store/month_rollups.py; the Overview's KPIs per day and month cell among them, and the
+runtime linkage's sums and DDSketch bins at both levels)
 equal the aggregate over the raw event rows, on real logs, after every way a store is written: a
 clean ingest, a duplicate ingest, a worker killed with SIGKILL mid-ingest and its rerun, `reingest
 --all`, the migrations' backfill of an existing store, and `store copy` (to a DuckLake store on a real PostgreSQL too).
@@ -8,6 +9,7 @@ The expected figures are computed here in pandas from the raw rows, not by the r
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import signal
@@ -21,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from compilewatch.ingest.loader import ingest_paths
-from compilewatch.store import month_storms, open_store, rollups, run_filter
+from compilewatch.store import month_storms, open_store, rollups, run_filter, sketch
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = sorted((REPO / "tests" / "fixtures" / "trace").glob("*.log.gz"))
@@ -212,7 +214,60 @@ def _expected_day(con, gb: pd.DataFrame, gf: pd.DataFrame, rc: pd.DataFrame,
     bench = _raw(con, "bench_results")
     out.update(_per_cell("day", day_cell, runs, gb, gf, rc, c, bench))
     out.update(_per_cell("month", ["month", "model", "hardware", "torch_version"], runs, gb, gf, rc, c, bench))
+    linked = _linked(con)
+    out.update(_linkage_per_cell("day", day_cell, runs, linked))
+    out.update(_linkage_per_cell("month", ["month", "model", "hardware", "torch_version"], runs, linked))
     return out
+
+
+_LINKED_MEDIANS = ["steady_ms", "compile_ms", "compile_cost_ms", "eager_ms"]
+
+
+def _linked(con) -> pd.DataFrame:
+    """Per run, callable and mode ('compiled', 'marked') of the timing hooks' raw steps: calls,
+    compiling calls and their time, the steady call (median of the run's steady calls of the callable,
+    its modes and ranks pooled), the compile cost (the compiling calls' time beyond steady speed, 0 at
+    least) and the run's eager call (the bench's median eager latency, else the steady median of its
+    one eager callable)."""
+    st = _raw(con, "step_timings")
+    timed = st[st["mode"].isin(["compiled", "marked"])]
+    keys = ["run_id", "callable", "mode"]
+    per = timed.groupby(keys, dropna=False).agg(
+        calls=("phase", "size"), compile_steps=("phase", lambda p: int((p == "compile").sum()))).reset_index()
+    compiling = timed[timed["phase"] == "compile"].groupby(keys, dropna=False)["duration_ms"].sum().rename("compile_ms")
+    steady = (timed[timed["phase"] == "steady"].groupby(["run_id", "callable"], dropna=False)["duration_ms"]
+              .median().rename("steady_ms"))
+    per = per.merge(compiling.reset_index(), on=keys, how="left").merge(steady.reset_index(), on=["run_id", "callable"],
+                                                                         how="left")
+    per["compile_cost_ms"] = (per["compile_ms"] - per["compile_steps"] * per["steady_ms"].fillna(0)).clip(lower=0).fillna(0)
+    bench = _raw(con, "bench_results")
+    bench = bench[bench["eager_latency_ms"] > 0].groupby("run_id")["eager_latency_ms"].median()
+    eager = st[(st["mode"] == "eager") & (st["phase"] == "steady")].groupby(["run_id", "callable"])["duration_ms"].median()
+    one = eager.groupby("run_id").size() == 1
+    eager = eager.reset_index().set_index("run_id")["duration_ms"][one[one].index]
+    per["eager_ms"] = per["run_id"].map(bench.combine_first(eager))
+    return per
+
+
+def _sketch_bin(value: float) -> tuple[int, int]:
+    """(side, bin) of a value in store/sketch.py's DDSketch: ceil(log_gamma |value|), 0 for zero."""
+    return int(np.sign(value)), 0 if value == 0 else math.ceil(math.log(abs(value)) / math.log(sketch.GAMMA))
+
+
+def _linkage_per_cell(level: str, cell: list[str], runs: pd.DataFrame,
+                      linked: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, list[str]]]:
+    """rollup_<level>_linkage and its bins: the runs' linkage summed per ``cell``, callable and mode,
+    and each run's figures counted per metric and bin."""
+    keys = [*cell, "callable", "mode"]
+    per = linked.merge(runs[["run_id", *cell]], on="run_id")
+    sums = per.groupby(keys, dropna=False).agg(runs=("run_id", "size"), calls=("calls", "sum"),
+                                                compile_steps=("compile_steps", "sum")).reset_index()
+    values = per.melt(id_vars=keys, value_vars=_LINKED_MEDIANS, var_name="metric").dropna(subset=["value"])
+    values[["sign", "bin"]] = pd.DataFrame([_sketch_bin(v) for v in values["value"]], index=values.index,
+                                           columns=["sign", "bin"], dtype="int64")
+    bins = values.groupby([*keys, "metric", "sign", "bin"], dropna=False).size().rename("n").reset_index()
+    return {f"rollup_{level}_linkage": (sums, [*keys, "runs", "calls", "compile_steps"]),
+            f"rollup_{level}_linkage_bins": (bins, [*keys, "metric", "sign", "bin", "n"])}
 
 
 def _per_cell(level: str, cell: list[str], runs: pd.DataFrame, gb: pd.DataFrame, gf: pd.DataFrame,
@@ -390,7 +445,9 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
                   "rollup_day_graph_breaks", "rollup_run_totals", "rollup_steps", "rollup_month_guard_failures",
                   "rollup_month_recompiles", "rollup_month_compile_time", "rollup_month_graph_breaks",
                   "rollup_frame_fingerprints", "rollup_month_storms", "rollup_day_run_totals",
-                  "rollup_day_speedups", "rollup_month_run_totals", "rollup_month_speedups"):
+                  "rollup_day_speedups", "rollup_month_run_totals", "rollup_month_speedups",
+                  "rollup_day_linkage", "rollup_day_linkage_bins", "rollup_month_linkage",
+                  "rollup_month_linkage_bins"):
             con.execute(f"DROP TABLE {t}")
         # and from before 018 (its backfill builds the compile-time rollups) and 020 (fingerprints)
         con.execute("DROP TABLE later_compile_metrics")
@@ -400,7 +457,7 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
         con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql', "
                     "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql', "
                     "'014_month_rollups.sql', '018_compile_total.sql', '020_frame_fingerprints.sql', "
-                    "'026_month_storms.sql', '028_overview_rollups.sql')")
+                    "'026_month_storms.sql', '028_overview_rollups.sql', '029_linkage_rollups.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 

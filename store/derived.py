@@ -1,6 +1,7 @@
 """Per-run facts derived from a run's stored rows: its hardware (store/hardware.py), its
 metrics (store/run_metrics.py), its rollups (store/rollups.py), the day rollups of its cell
-(store/day_rollups.py) and the month rollups of that cell's month (store/month_rollups.py).
+(store/day_rollups.py), the month rollups of that cell's month (store/month_rollups.py) and the
+bench weeks of its week (store/bench_weeks.py).
 Refreshed inside the ingest transaction of each of the run's files, or, when the writer keeps its
 connection across files, once for all the runs it marked before it lets the lock go (mark_stale,
 refresh_stale: one statement per table for all of them); after a reingest; and for every stored
@@ -13,6 +14,7 @@ from functools import partial
 
 import duckdb
 
+from compilewatch.store.bench_weeks import refresh_bench_weeks
 from compilewatch.store.day_rollups import TABLES as DAY_TABLES
 from compilewatch.store.day_rollups import refresh_day_rollups
 from compilewatch.store.hardware import refresh_hardware
@@ -50,6 +52,7 @@ BACKFILLS = {
     # columns (023): its backfill runs once all are there. The heap column (025) is read from then on;
     # no stored row can hold a heap figure before 025 adds it, so 025 needs no backfill.
     "023_cudagraph_coverage.sql": (partial(refresh_run_metrics, heap=False),),
+    "027_bench_weeks.sql": (refresh_bench_weeks,),
 }
 
 
@@ -68,6 +71,7 @@ def refresh_runs(con, run_ids: Sequence[str]) -> None:
     refresh_rollups(con, run_ids)
     cells = refresh_day_rollups(con, run_ids)   # after the per-run rollups it sums
     refresh_month_rollups(con, cells)           # after the day rollups it sums
+    refresh_bench_weeks(con, cells)             # the weeks of the day cells summed again
 
 
 def refresh_run(con, run_id: str) -> None:
@@ -111,7 +115,8 @@ def refresh_all(con) -> None:
     steps = [refresh_hardware, refresh_run_metrics,
              *(partial(refresh_rollups, tables=(t,)) for t in ROLLUP_TABLES),
              *(partial(refresh_day_rollups, tables=(t,)) for t in DAY_TABLES),   # rollup_day_runs first
-             *(partial(refresh_month_rollups, tables=(t,)) for t in MONTH_TABLES)]
+             *(partial(refresh_month_rollups, tables=(t,)) for t in MONTH_TABLES),
+             refresh_bench_weeks]
     with rebuilding(con):
         for step in steps:
             con.execute("BEGIN")

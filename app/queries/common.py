@@ -13,6 +13,20 @@ def geomean(expr: str) -> str:
     return f"exp(avg(ln(CASE WHEN {expr} > 0 THEN {expr} END)))"
 
 
+def geomean_sums(logs: str, n: str, where: str | None = None) -> str:
+    """geomean() over cells that hold the sum of the logs of their positive values (``logs``) and
+    how many there are (``n``), of the cells ``where`` picks: the logs' mean is their sum over
+    their count, so cells add up exactly."""
+    return f"exp({mean_sums(logs, n, where)})"
+
+
+def mean_sums(total: str, n: str, where: str | None = None) -> str:
+    """avg() over cells that hold a sum (``total``) and a count (``n``) of values, of the cells
+    ``where`` picks; null where they hold none, as avg() of no values."""
+    flt = f" FILTER (WHERE {where})" if where else ""
+    return f"sum({total}){flt} / nullif(sum({n}){flt}, 0)"
+
+
 def run_where(f: Filters, *, use_time: bool = True, use_models: bool = True,
               use_versions: bool = True) -> tuple[str, list]:
     """WHERE clause over ``runs r`` for the global filters, and its parameters."""

@@ -32,8 +32,8 @@ LATE_WEEK = Filters(start=date(2026, 11, 24), end=date(2026, 11, 30))
 ITEM_BREAK = "Unsupported Tensor.item() call with capture_scalar_outputs=False @ train_llama.py:155"
 PRINT_BREAK = "Failed to trace builtin operator @ graph_break_recompile.py:11"
 MODULES = (common, compare, hotspots, overview, recompiles, run_detail, speedups, upload, review_q)
-HELPERS = {"geomean", "run_where", "runs_cte", "df", "mode", "new_since", "storm_run", "guard_hint", "per_hardware",
-           "weekly", "misses_frame"}
+HELPERS = {"geomean", "geomean_sums", "mean_sums", "run_where", "runs_cte", "df", "mode", "new_since", "storm_run",
+           "guard_hint", "per_hardware", "weekly", "misses_frame"}
 
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,15 @@ from compilewatch.store.run_keys import HARDWARE, RUN_TIME
 TABLES = ("rollup_week_bench",)
 CELL = ("week", "model", "hardware", "torch_version")
 
-# Each bench row with the keys of its cell; the model is the row's own (one CSV, many models), else
-# its run's, as the Trends page names it.
-BENCH_ROWS = (f"SELECT b.run_id, coalesce(b.model, r.model) AS model, {HARDWARE} AS hardware, r.torch_version, "
-              f"r.label, {RUN_TIME} AS run_time, date_trunc('week', {RUN_TIME})::DATE AS week, b.speedup, "
-              f"b.compilation_latency_s, b.compression_ratio FROM bench_results b JOIN runs r USING (run_id)")
+# Each run with its week, hardware and torch version (its cell but the model), label and time.
+RUNS = (f"SELECT r.run_id, r.model, {HARDWARE} AS hardware, r.torch_version, r.label, {RUN_TIME} AS run_time, "
+        f"date_trunc('week', {RUN_TIME})::DATE AS week FROM runs r")
+# Each bench row of the runs {runs} picks (over RUNS' columns) with the keys of its cell: the model is
+# the row's own (one CSV, many models), else its run's, as the Trends page names it. The runs are
+# picked before the join: a refresh's few weeks join their own bench rows, not every run's.
+BENCH_ROWS = ("SELECT b.run_id, coalesce(b.model, r.model) AS model, r.hardware, r.torch_version, r.label, "
+              "r.run_time, r.week, b.speedup, b.compilation_latency_s, b.compression_ratio "
+              f"FROM bench_results b JOIN (SELECT * FROM ({RUNS}) r WHERE {{runs}}) r USING (run_id)")
 
 
 def _positive(col: str) -> str:
@@ -42,11 +46,11 @@ _SUMS = (("runs", "count(DISTINCT run_id)"),
 COLUMNS = tuple(name for name, _ in _SUMS)
 
 
-def cell_rows(where: str) -> str:
-    """SELECT of the week cells (table rows) summed from the bench rows ``where`` picks (over
-    BENCH_ROWS' columns)."""
+def cell_rows(runs: str, rows: str = "TRUE") -> str:
+    """SELECT of the week cells (table rows) summed from the bench rows of the runs ``runs`` picks
+    (over RUNS' columns, alias r) that ``rows`` picks (over BENCH_ROWS' columns, alias b)."""
     sums = ", ".join(f"{sql} AS {name}" for name, sql in _SUMS)
-    return (f"SELECT {', '.join(CELL)}, {sums} FROM ({BENCH_ROWS}) b WHERE {where} "
+    return (f"SELECT {', '.join(CELL)}, {sums} FROM ({BENCH_ROWS.replace('{runs}', runs)}) b WHERE {rows} "
             f"GROUP BY {', '.join(CELL)}")
 
 
@@ -69,8 +73,9 @@ def refresh_bench_weeks(con, day_cells=None) -> None:
     if day_cells is None:
         con.execute("DELETE FROM rollup_week_bench").fetchall()
         # a month at a time, as the day and month rollups rebuild: a team store holds 300,000 runs
-        month = "date_trunc('month', b.week)::DATE"
-        months = con.execute(f"SELECT DISTINCT {month} FROM ({BENCH_ROWS}) b").fetchall()
+        month = "date_trunc('month', r.week)::DATE"
+        months = con.execute(f"SELECT DISTINCT {month} FROM ({RUNS}) r "
+                             f"WHERE run_id IN (SELECT run_id FROM bench_results)").fetchall()
         for (m,) in months:
             con.execute(f"INSERT INTO rollup_week_bench {cell_rows(f'{month} IS NOT DISTINCT FROM ?')}",
                         [m]).fetchall()
@@ -81,4 +86,4 @@ def refresh_bench_weeks(con, day_cells=None) -> None:
         return
     params = [list(col) for col in zip(*slices)]
     con.execute(f"DELETE FROM rollup_week_bench w WHERE {_SLICES.format(a='w')}", params).fetchall()
-    con.execute(f"INSERT INTO rollup_week_bench {cell_rows(_SLICES.format(a='b'))}", params).fetchall()
+    con.execute(f"INSERT INTO rollup_week_bench {cell_rows(_SLICES.format(a='r'))}", params).fetchall()

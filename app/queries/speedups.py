@@ -85,9 +85,12 @@ def _week_cells(f: Filters) -> tuple[str, list]:
         if f.end and after <= f.end:
             edges.append((after, f.end + timedelta(days=1)))
     if edges:
-        days = " OR ".join("b.run_time >= ? AND b.run_time < ?" for _ in edges)
-        parts.append(cell_rows(" AND ".join([*keys, f"({days})"])))
-        params += key_params + [datetime.combine(d, time.min) for edge in edges for d in edge]
+        # the runs of the edge days, then their bench rows of the models asked for
+        run_keys, run_params = key_clauses(f, lambda col: f"r.{col}", skip=("models",))
+        days = " OR ".join("r.run_time >= ? AND r.run_time < ?" for _ in edges)
+        models, model_params = key_clauses(f, lambda col: f"b.{col}", skip=("torch_versions", "labels", "hardware"))
+        parts.append(cell_rows(" AND ".join([*run_keys, f"({days})"]), " AND ".join(models) or "TRUE"))
+        params += run_params + [datetime.combine(d, time.min) for edge in edges for d in edge] + model_params
     return "(" + " UNION ALL ".join(parts) + ")", params
 
 

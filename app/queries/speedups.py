@@ -2,12 +2,12 @@
 
 Over a long window the figures come from the bench weeks (store/bench_weeks.py: the bench rows
 summed per week x model x hardware x torch version), the days of the partial weeks at the window's
-edges from their bench rows: every figure decomposes over cells exactly (geomeans as sums
-of logs and counts, means as sums and counts, distinct runs, as a run's rows of one model lie in one
-cell, first and last runs, the versions and labels seen), up to the order in which the floating-point
-sums are added. A label filter, and versions that are labels or commits, read the bench rows
-(_reads_weeks decides); so does a shorter window, whose trend's points are days or finer and whose
-rows are few enough as they are."""
+edges from their bench rows: every figure decomposes over cells exactly (geomeans as sums of logs
+and counts, means as sums and counts, distinct runs, as a run's rows of one model lie in one cell,
+first and last runs, the versions and labels seen), up to the order in which the floating-point sums
+are added. A label filter, and versions that are labels or commits, read the bench rows; so does a
+shorter window, whose rows are few enough as they are, and a trend whose rows span less than a
+quarter, whose points are days or finer. _reads_weeks decides."""
 from __future__ import annotations
 
 from datetime import datetime, time, timedelta

@@ -1,7 +1,8 @@
 """Which cells of the day and month rollups the global filters pick. A day cell (store/day_rollups.py)
 is a day x model x hardware x torch version x label; a month cell (store/month_rollups.py) a month x
 model x hardware x torch version. A query that takes only these filters reads the rollups instead of
-every run's rows, and over a long window the whole months from the month rollups."""
+every run's rows, and over a long window the whole months from the month rollups. The bench weeks
+(store/bench_weeks.py) are cells of a week: a window's whole weeks (whole_weeks) come from them."""
 from __future__ import annotations
 
 from datetime import date, timedelta
@@ -44,6 +45,16 @@ def month_span(f: Filters) -> tuple[date | None, date | None] | None:
     reads the day level alone: a window without a whole month, or a label filter, which a month
     cell does not keep."""
     return None if f.labels else whole_months(f)
+
+
+def whole_weeks(f: Filters) -> tuple[date | None, date | None] | None:
+    """[first, after): the whole weeks (Monday to Sunday, as date_trunc('week') makes them) inside
+    the window (None: unbounded on that side), or None when the window holds no whole week."""
+    first = f.start + timedelta(days=-f.start.weekday() % 7) if f.start else None
+    after = f.end + timedelta(days=1) - timedelta(days=(f.end + timedelta(days=1)).weekday()) if f.end else None
+    if first and after and first >= after:
+        return None
+    return first, after
 
 
 def window_rows(kind: str, f: Filters, columns: str) -> tuple[str, list]:

@@ -1,7 +1,7 @@
 """Per-run facts derived from a run's stored rows: its hardware (store/hardware.py), its
 metrics (store/run_metrics.py), its rollups (store/rollups.py), the day rollups of its cell
-(store/day_rollups.py), the month rollups of that cell's month (store/month_rollups.py) and its
-stormiest rows (store/month_storms.py).
+(store/day_rollups.py), the month rollups of that cell's month (store/month_rollups.py), its
+stormiest rows (store/month_storms.py) and the bench weeks of its week (store/bench_weeks.py).
 Refreshed inside the ingest transaction of each of the run's files, or, when the writer keeps its
 connection across files, once for all the runs it marked before it lets the lock go (mark_stale,
 refresh_stale: one statement per table for all of them); after a reingest; and for every stored
@@ -14,6 +14,7 @@ from functools import partial
 
 import duckdb
 
+from compilewatch.store.bench_weeks import refresh_bench_weeks
 from compilewatch.store.day_rollups import TABLES as DAY_TABLES
 from compilewatch.store.day_rollups import refresh_day_rollups
 from compilewatch.store.hardware import refresh_hardware
@@ -53,6 +54,7 @@ BACKFILLS = {
     # no stored row can hold a heap figure before 025 adds it, so 025 needs no backfill.
     "023_cudagraph_coverage.sql": (partial(refresh_run_metrics, heap=False),),
     "026_month_storms.sql": (refresh_month_storms,),
+    "027_bench_weeks.sql": (refresh_bench_weeks,),
     # the Overview's KPIs per cell: summed from rollup_run_totals (012, 018) and bench_results, a
     # month at a time like the day and month rollups before them
     "028_overview_rollups.sql": (partial(refresh_day_rollups, tables=("rollup_day_run_totals", "rollup_day_speedups")),
@@ -81,6 +83,7 @@ def refresh_runs(con, run_ids: Sequence[str]) -> None:
     cells = refresh_day_rollups(con, run_ids)   # after the per-run rollups it sums
     refresh_month_rollups(con, cells)           # after the day rollups it sums
     refresh_month_storms(con, cells)            # after the per-run rollups and the cells' members
+    refresh_bench_weeks(con, cells)             # the weeks of the day cells summed again
 
 
 def refresh_run(con, run_id: str) -> None:
@@ -125,7 +128,8 @@ def refresh_all(con) -> None:
              *(partial(refresh_rollups, tables=(t,)) for t in ROLLUP_TABLES),
              *(partial(refresh_day_rollups, tables=(t,)) for t in DAY_TABLES),   # rollup_day_runs first
              *(partial(refresh_month_rollups, tables=(t,)) for t in MONTH_TABLES),
-             refresh_month_storms]
+             refresh_month_storms,
+             refresh_bench_weeks]
     with rebuilding(con):
         for step in steps:
             con.execute("BEGIN")

@@ -10,6 +10,20 @@ from compilewatch.store.run_keys import HARDWARE, RUN_TIME
 from compilewatch.store.run_speedups import geomean  # noqa: F401  (the pages' geomean, as the rollups take it)
 
 
+def geomean_sums(logs: str, n: str, where: str | None = None) -> str:
+    """geomean() over cells that hold the sum of the logs of their positive values (``logs``) and
+    how many there are (``n``), of the cells ``where`` picks: the logs' mean is their sum over
+    their count, so cells add up exactly."""
+    return f"exp({mean_sums(logs, n, where)})"
+
+
+def mean_sums(total: str, n: str, where: str | None = None) -> str:
+    """avg() over cells that hold a sum (``total``) and a count (``n``) of values, of the cells
+    ``where`` picks; null where they hold none, as avg() of no values."""
+    flt = f" FILTER (WHERE {where})" if where else ""
+    return f"sum({total}){flt} / nullif(sum({n}){flt}, 0)"
+
+
 def run_where(f: Filters, *, use_time: bool = True, use_models: bool = True,
               use_versions: bool = True) -> tuple[str, list]:
     """WHERE clause over ``runs r`` for the global filters, and its parameters."""

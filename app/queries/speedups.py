@@ -1,10 +1,23 @@
-"""Speedup trends: bench_results per model over time and across versions (torch, label, commit)."""
+"""Speedup trends: bench_results per model over time and across versions (torch, label, commit).
+
+Over a long window the figures come from the bench weeks (store/bench_weeks.py: the bench rows
+summed per week x model x hardware x torch version), the days of the partial weeks at the window's
+edges from their bench rows: every figure decomposes over cells exactly (geomeans as sums of logs
+and counts, means as sums and counts, distinct runs, as a run's rows of one model lie in one cell,
+first and last runs, the versions and labels seen), up to the order in which the floating-point sums
+are added. A label filter, and versions that are labels or commits, read the bench rows; so does a
+shorter window, whose rows are few enough as they are, and a trend whose rows span less than a
+quarter, whose points are days or finer. _reads_weeks decides."""
 from __future__ import annotations
+
+from datetime import datetime, time, timedelta
 
 import pandas as pd
 
-from compilewatch.app.filters import DIMENSIONS, Filters
-from compilewatch.app.queries.common import df, geomean, per_hardware, runs_cte
+from compilewatch.app.cells import whole_weeks
+from compilewatch.app.filters import DIMENSIONS, Filters, key_clauses
+from compilewatch.app.queries.common import df, geomean, geomean_sums, mean_sums, per_hardware, runs_cte
+from compilewatch.store.bench_weeks import CELL, COLUMNS, cell_rows
 
 # bench rows may name their own model (one CSV, many models); the run's model is the fallback.
 _BENCH = """
@@ -30,20 +43,80 @@ def _dim(f: Filters) -> str:
     return f.dimension if f.dimension in DIMENSIONS else "torch_version"
 
 
+# The trend's point by the span of the selected bench rows: a minute, an hour or a day while it is
+# shorter than the days given, else a week.
+PERIODS = ((3, "minute"), (30, "hour"), (92, "day"))
+WEEKLY_DAYS = PERIODS[-1][0]
+# From this window on the versions read the bench weeks: at 100,000 runs a year they cost half of
+# what the bench rows cost over 60 days and more, about as much over 30 (benchmarks/bench_trends.py).
+VERSIONS_WEEKS_DAYS = 56
+
+
+def _reads_weeks(f: Filters, versions: bool) -> bool:
+    """Whether the bench weeks serve f, else the bench rows (the one place that chooses): every
+    filter they take is part of a week cell (a label is not), the versions compared (``versions``:
+    by_version, version_table) are torch versions, and the window is long: for the versions
+    VERSIONS_WEEKS_DAYS or more, for the trend longer than WEEKLY_DAYS, as a shorter window's rows
+    span less and its points are days or finer."""
+    if f.labels or (versions and _dim(f) != "torch_version"):
+        return False
+    if not (f.start and f.end):
+        return True
+    return f.window_days() >= VERSIONS_WEEKS_DAYS if versions else f.window_days() > WEEKLY_DAYS
+
+
+def _week_cells(f: Filters) -> tuple[str, list]:
+    """(SQL of a relation, params): the week cells (store/bench_weeks.py: CELL and COLUMNS) of the
+    bench rows _bench_cte picks. The window's whole weeks come from rollup_week_bench; the days of
+    its partial weeks are summed from their bench rows into cells of the same shape."""
+    keys, key_params = key_clauses(f, lambda col: f"b.{col}")    # labels: never read from here
+    weeks = whole_weeks(f)
+    parts, params, edges = [], [], []
+    if weeks is None:
+        edges.append((f.start, f.end + timedelta(days=1)))
+    else:
+        first, after = weeks
+        in_weeks = [*keys, *(["b.week >= ?"] if first else []), *(["b.week < ?"] if after else [])]
+        parts.append(f"SELECT {', '.join((*CELL, *COLUMNS))} FROM rollup_week_bench b "
+                     f"WHERE {' AND '.join(in_weeks) or 'TRUE'}")
+        params += key_params + [d for d in (first, after) if d]
+        if f.start and first > f.start:
+            edges.append((f.start, first))
+        if f.end and after <= f.end:
+            edges.append((after, f.end + timedelta(days=1)))
+    if edges:
+        # the runs of the edge days, then their bench rows of the models asked for
+        run_keys, run_params = key_clauses(f, lambda col: f"r.{col}", skip=("models",))
+        days = " OR ".join("r.run_time >= ? AND r.run_time < ?" for _ in edges)
+        models, model_params = key_clauses(f, lambda col: f"b.{col}", skip=("torch_versions", "labels", "hardware"))
+        parts.append(cell_rows(" AND ".join([*run_keys, f"({days})"]), " AND ".join(models) or "TRUE"))
+        params += run_params + [datetime.combine(d, time.min) for edge in edges for d in edge] + model_params
+    return "(" + " UNION ALL ".join(parts) + ")", params
+
+
 def trend(con, f: Filters) -> pd.DataFrame:
     """Per model and period: geomean speedup, mean compile latency, geomean peak-memory ratio, runs,
     and the versions seen. The period is a day, or an hour / a minute when the selected bench rows
     span less than a month / three days (a fresh store often holds one afternoon), or a week past a
     quarter: a year of daily points per model is more than a chart shows and more than a page should
     send (the view draws this frame three times). At most 5,000 points."""
+    if _reads_weeks(f, versions=False):
+        d = _trend_weeks(con, f)
+        if d.empty or d["weekly"].iloc[0]:    # the same on every row
+            return d.drop(columns="weekly")
+        # the selected rows span less than a quarter: points finer than the weeks, from the rows
+    return _trend_rows(con, f)
+
+
+def _trend_rows(con, f: Filters) -> pd.DataFrame:
     cte, params = _bench_cte(f)
+    period = "\n                ".join(f"WHEN (SELECT s FROM span) < INTERVAL {days} DAY THEN date_trunc('{unit}', run_time)"
+                                      for days, unit in PERIODS)
     sql = f"""
     WITH {cte},
     span AS (SELECT max(run_time) - min(run_time) AS s FROM bench)
     SELECT model,
-           CASE WHEN (SELECT s FROM span) < INTERVAL 3 DAY THEN date_trunc('minute', run_time)
-                WHEN (SELECT s FROM span) < INTERVAL 30 DAY THEN date_trunc('hour', run_time)
-                WHEN (SELECT s FROM span) < INTERVAL 92 DAY THEN date_trunc('day', run_time)
+           CASE {period}
                 ELSE date_trunc('week', run_time) END AS period,
            {geomean('speedup')} AS speedup,
            avg(compilation_latency_s) AS compile_s,
@@ -56,24 +129,70 @@ def trend(con, f: Filters) -> pd.DataFrame:
     return df(con, sql, params)
 
 
-def by_version(con, f: Filters) -> pd.DataFrame:
-    """Per value of f.dimension (torch_version, label or git_commit), oldest first: geomean over
-    models of each model's geomean speedup, mean compile time, geomean memory ratio, models, runs."""
-    cte, params = _bench_cte(f)
-    dim = _dim(f)
+def _named_cells(f: Filters) -> tuple[str, list]:
+    """``cells AS (...), named AS (...)``: the week cells of f, and the same with the model named by
+    its hardware where the cells span several kinds (as _bench_cte names the bench rows' models)."""
+    cells, params = _week_cells(f)
+    return (f"cells AS MATERIALIZED {cells}, "
+            f"named AS (SELECT * REPLACE ({per_hardware('model', 'cells')} AS model) FROM cells)"), params
+
+
+def _trend_weeks(con, f: Filters) -> pd.DataFrame:
+    """trend's frame from the week cells, and ``weekly``: whether the selected rows span a quarter
+    or more, so that a week is the trend's period. The cells are grouped by model and hardware
+    (the hardware only where per_hardware names it) and named after: grouping by the named text
+    cost four times as much. The versions and labels are distinct lists, not string_agg(DISTINCT
+    ...), which cost as much again."""
+    cells, params = _week_cells(f)
+    several = "(SELECT count(DISTINCT hardware) FROM cells) > 1"
     sql = f"""
-    WITH {cte},
-    pm AS (SELECT {dim} AS version, hardware, model, {geomean('speedup')} AS speedup,
-                  avg(compilation_latency_s) AS compile_s, {geomean('compression_ratio')} AS memory_ratio,
-                  count(DISTINCT run_id) AS runs, min(run_time) AS first_run, max(run_time) AS last_run
-           FROM bench WHERE {dim} IS NOT NULL GROUP BY ALL)
-    -- one bar per version and hardware: a geomean over two kinds of hardware compares nothing
+    WITH cells AS MATERIALIZED {cells},
+    span AS (SELECT max(last_run) - min(first_run) >= INTERVAL {WEEKLY_DAYS} DAY AS weekly FROM cells),
+    g AS (SELECT model, CASE WHEN model IS NOT NULL AND {several} THEN hardware END AS hardware, week,
+                 {geomean_sums('speedup_ln', 'speedups')} AS speedup,
+                 {mean_sums('compile_s', 'compiles')} AS compile_s,
+                 {geomean_sums('memory_ln', 'memories')} AS memory_ratio,
+                 sum(runs)::BIGINT AS runs,
+                 CASE WHEN count(torch_version) > 0 THEN list_sort(list_distinct(list(torch_version))) END AS versions,
+                 CASE WHEN sum(len(labels)) > 0 THEN list_sort(list_distinct(flatten(list(labels)))) END AS labels
+          FROM cells GROUP BY ALL)
+    SELECT * FROM (
+        SELECT {per_hardware('model', 'cells')} AS model, week::TIMESTAMP AS period, speedup, compile_s, memory_ratio,
+               runs, array_to_string(versions, ', ') AS torch_versions, array_to_string(labels, ', ') AS labels,
+               (SELECT weekly FROM span) AS weekly
+        FROM g)
+    ORDER BY period, model LIMIT 5000
+    """
+    return df(con, sql, params)
+
+
+# by_version's bars over pm (version, hardware, model and the model's figures), from either source.
+# One bar per version and hardware: a geomean over two kinds of hardware compares nothing.
+_BY_VERSION = f"""
     SELECT {per_hardware('version', 'pm')} AS version, {geomean('speedup')} AS geomean_speedup,
            avg(compile_s) AS compile_s, {geomean('memory_ratio')} AS memory_ratio, count(*) AS models,
            sum(runs) AS runs, min(first_run) AS first_run, max(last_run) AS last_run
-    FROM pm GROUP BY version, hardware ORDER BY first_run LIMIT 200
-    """
-    return df(con, sql, params)
+    FROM pm GROUP BY version, hardware ORDER BY first_run LIMIT 200"""
+
+
+def by_version(con, f: Filters) -> pd.DataFrame:
+    """Per value of f.dimension (torch_version, label or git_commit), oldest first: geomean over
+    models of each model's geomean speedup, mean compile time, geomean memory ratio, models, runs."""
+    if _reads_weeks(f, versions=True):
+        cells, params = _named_cells(f)
+        pm = f"""pm AS (SELECT torch_version AS version, hardware, model,
+                  {geomean_sums('speedup_ln', 'speedups')} AS speedup, {mean_sums('compile_s', 'compiles')} AS compile_s,
+                  {geomean_sums('memory_ln', 'memories')} AS memory_ratio, sum(runs)::BIGINT AS runs,
+                  min(first_run) AS first_run, max(last_run) AS last_run
+           FROM named WHERE torch_version IS NOT NULL GROUP BY ALL)"""
+    else:
+        cells, params = _bench_cte(f)
+        dim = _dim(f)
+        pm = f"""pm AS (SELECT {dim} AS version, hardware, model, {geomean('speedup')} AS speedup,
+                  avg(compilation_latency_s) AS compile_s, {geomean('compression_ratio')} AS memory_ratio,
+                  count(DISTINCT run_id) AS runs, min(run_time) AS first_run, max(run_time) AS last_run
+           FROM bench WHERE {dim} IS NOT NULL GROUP BY ALL)"""
+    return df(con, f"WITH {cells},\n    {pm}{_BY_VERSION}", params)
 
 
 def versions(con, f: Filters) -> pd.DataFrame:
@@ -92,20 +211,30 @@ def version_table(con, f: Filters) -> pd.DataFrame:
             "compile_change_pct", "memory_ratio_a", "memory_ratio_b", "memory_change_pct"]
     if not (f.version_a and f.version_b):
         return pd.DataFrame(columns=cols)
-    cte, params = _bench_cte(f)
-    dim = _dim(f)
-    a, b = f"{dim} = sel.va", f"{dim} = sel.vb"
-    sql = f"""
-    WITH {cte},
-    sel AS (SELECT ?::VARCHAR AS va, ?::VARCHAR AS vb),
-    pm AS (SELECT model, hardware,
+    if _reads_weeks(f, versions=True):
+        cells, params = _named_cells(f)
+        sides = {side: f"torch_version = sel.v{side}" for side in "ab"}
+        pm = f"""pm AS (SELECT model, hardware, {", ".join(
+                      f"{geomean_sums('speedup_ln', 'speedups', w)} AS speedup_{s}, "
+                      f"{mean_sums('compile_s', 'compiles', w)} AS compile_s_{s}, "
+                      f"{geomean_sums('memory_ln', 'memories', w)} AS memory_ratio_{s}" for s, w in sides.items())}
+           FROM named CROSS JOIN sel WHERE torch_version IN (sel.va, sel.vb) GROUP BY model, hardware)"""
+    else:
+        cells, params = _bench_cte(f)
+        dim = _dim(f)
+        a, b = f"{dim} = sel.va", f"{dim} = sel.vb"
+        pm = f"""pm AS (SELECT model, hardware,
                   {geomean(f'CASE WHEN {a} THEN speedup END')} AS speedup_a,
                   {geomean(f'CASE WHEN {b} THEN speedup END')} AS speedup_b,
                   avg(compilation_latency_s) FILTER (WHERE {a}) AS compile_s_a,
                   avg(compilation_latency_s) FILTER (WHERE {b}) AS compile_s_b,
                   {geomean(f'CASE WHEN {a} THEN compression_ratio END')} AS memory_ratio_a,
                   {geomean(f'CASE WHEN {b} THEN compression_ratio END')} AS memory_ratio_b
-           FROM bench CROSS JOIN sel WHERE {dim} IN (sel.va, sel.vb) GROUP BY model, hardware),
+           FROM bench CROSS JOIN sel WHERE {dim} IN (sel.va, sel.vb) GROUP BY model, hardware)"""
+    sql = f"""
+    WITH {cells},
+    sel AS (SELECT ?::VARCHAR AS va, ?::VARCHAR AS vb),
+    {pm},
     -- the geomean row is per hardware too (one row when the selection ran on one kind)
     allm AS (SELECT {per_hardware("'geomean (all models)'", 'pm')} AS model, hardware,
                     {geomean('speedup_a')} AS speedup_a,

@@ -17,10 +17,12 @@ import inspect
 from datetime import date
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from compilewatch.app.filters import Filters
-from compilewatch.app.queries import common, compare, hotspots, overview, recompiles, run_detail, speedups, upload
+from compilewatch.app.queries import (common, compare, cudagraphs, hotspots, overview, recompiles, run_detail,
+                                      speedups, upload)
 from compilewatch.app.queries import review as review_q
 from compilewatch.store import open_store
 
@@ -32,8 +34,8 @@ LATE_WEEK = Filters(start=date(2026, 11, 24), end=date(2026, 11, 30))
 ITEM_BREAK = "Unsupported Tensor.item() call with capture_scalar_outputs=False @ train_llama.py:155"
 PRINT_BREAK = "Failed to trace builtin operator @ graph_break_recompile.py:11"
 MODULES = (common, compare, hotspots, overview, recompiles, run_detail, speedups, upload, review_q)
-HELPERS = {"geomean", "run_where", "runs_cte", "df", "mode", "new_since", "storm_run", "guard_hint", "per_hardware",
-           "weekly", "misses_frame", "from_cells"}
+HELPERS = {"geomean", "geomean_sums", "mean_sums", "run_where", "runs_cte", "df", "mode", "new_since", "storm_run",
+           "guard_hint", "per_hardware", "weekly", "misses_frame", "from_cells"}
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +168,16 @@ def test_guard_categories_carry_a_fix_hint(con):
     assert g["failures"].is_monotonic_decreasing
     raw = _one(con, "SELECT count(*) FROM guard_failures")
     assert g["failures"].sum() == raw
+
+
+def test_cudagraph_coverage_names_the_hardware_of_every_covered_run(con, monkeypatch):
+    """The newest runs that used CUDA graphs, each model named by its hardware because the covered
+    runs of the window span several kinds (an H100, an H200, a CPU), however few are listed."""
+    full = cudagraphs.coverage_trend(con, ALL)
+    assert len(full) > 1 and full["model"].str.contains(" · ").all()
+    assert full["run_time"].is_monotonic_decreasing
+    monkeypatch.setattr(cudagraphs, "MAX_RUNS", 1)
+    pd.testing.assert_frame_equal(cudagraphs.coverage_trend(con, ALL), full.head(1))
 
 
 def test_version_table_geomean_row_and_sign(con):

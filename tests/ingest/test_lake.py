@@ -53,7 +53,9 @@ def snapshot(con, table: str) -> pd.DataFrame:
     dropped = TIMESTAMPS | (ARBITRARY_PICKS if table.startswith("rollup_") else set())
     typed = [(c, t) for c, t in columns(con, table) if c not in dropped]
     cols = [c for c, _ in typed]
-    exprs = [f"hex({c}) AS {c}" if t == "BLOB" else c for c, t in typed]  # bytes compare, not sort
+    # bytes compare, not sort; a list (rollup_week_bench's labels) sorts as its text
+    exprs = [f"hex({c}) AS {c}" if t == "BLOB" else f"{c}::VARCHAR AS {c}" if t.endswith("[]") else c
+             for c, t in typed]
     frame = con.execute(f"SELECT {', '.join(exprs)} FROM {table}").df()
     if "payload_z" in frame:   # the payload, not deflate's encoding of it (stored_tables.read_back)
         frame["payload_z"] = [zlib.decompress(bytes.fromhex(x)).hex() if isinstance(x, str) else x

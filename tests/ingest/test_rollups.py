@@ -1,6 +1,6 @@
 """The rollups kept at ingest (per run: store/rollups.py; per day and cell: store/day_rollups.py; per
 month cell: store/month_rollups.py; the Overview's KPIs per day and month cell among them, and the
-runtime linkage's sums and DDSketch bins at both levels)
+runtime linkage's sums and DDSketch bins at both levels; the bench rows per week cell: store/bench_weeks.py)
 equal the aggregate over the raw event rows, on real logs, after every way a store is written: a
 clean ingest, a duplicate ingest, a worker killed with SIGKILL mid-ingest and its rerun, `reingest
 --all`, the migrations' backfill of an existing store, and `store copy` (to a DuckLake store on a real PostgreSQL too).
@@ -153,7 +153,36 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
     out["rollup_run_totals"] = (totals.rename_axis("run_id").reset_index(),
                                 ["run_id", "graph_breaks", "recompiles", "limit_hits", "guard_failures", "compile_s"])
     out.update(_expected_day(con, gb, gf, rc, c))
+    out["rollup_week_bench"] = _expected_bench_weeks(con)
     return out
+
+
+def _expected_bench_weeks(con) -> tuple[pd.DataFrame, list[str]]:
+    """The bench rows per week cell (store/bench_weeks.py): the Monday of the run's time, the row's
+    own model else the run's, the run's hardware and torch version; logs and counts of the positive
+    speedups and memory ratios, the compile latencies' sum and count, distinct runs, first and last
+    run, and the labels seen, sorted, joined with '|'."""
+    runs = _raw(con, "runs")
+    runs["t"] = pd.to_datetime(runs["started_at"].fillna(runs["ingested_at"]))
+    runs["week"] = (runs["t"].dt.normalize() - pd.to_timedelta(runs["t"].dt.day_of_week, unit="D")).dt.strftime("%Y-%m-%d")
+    runs["hardware"] = runs["hardware"].fillna("unknown")
+    b = _raw(con, "bench_results").merge(runs[["run_id", "model", "week", "hardware", "torch_version", "label", "t"]],
+                                         on="run_id", suffixes=("", "_run"))
+    b["model"] = b["model"].fillna(b["model_run"])
+
+    def logs(s):
+        return round(float(np.log(s[s > 0]).sum()), 6) if (s > 0).any() else None
+    cell = ["week", "model", "hardware", "torch_version"]
+    w = b.groupby(cell, dropna=False).agg(
+        runs=("run_id", "nunique"), speedup_ln=("speedup", logs), speedups=("speedup", lambda s: int((s > 0).sum())),
+        compile_s=("compilation_latency_s", lambda s: round(s.sum(min_count=1), 6)),
+        compiles=("compilation_latency_s", "count"), memory_ln=("compression_ratio", logs),
+        memories=("compression_ratio", lambda s: int((s > 0).sum())), first_run=("t", "min"), last_run=("t", "max"),
+        labels=("label", lambda s: "|".join(sorted(set(s.dropna()))))).reset_index()
+    for col in ("first_run", "last_run"):
+        w[col] = w[col].dt.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return w, [*cell, "runs", "speedup_ln", "speedups", "compile_s", "compiles", "memory_ln", "memories",
+               "first_run", "last_run", "labels"]
 
 
 def _md5_16(text: str) -> str:
@@ -344,9 +373,14 @@ def assert_rollups_match(store) -> dict[str, int]:
             for col in ("day", "month"):
                 if col in got:
                     got[col] = pd.to_datetime(got[col]).dt.strftime("%Y-%m-%d")
-            for col in ("first_seen", "last_seen"):
+            for col in ("first_seen", "last_seen", "first_run", "last_run"):
                 if col in got:
                     got[col] = pd.to_datetime(got[col]).dt.strftime("%Y-%m-%d %H:%M:%S.%f")
+            if table == "rollup_week_bench":
+                got["week"] = pd.to_datetime(got["week"]).dt.strftime("%Y-%m-%d")
+                for col in ("speedup_ln", "compile_s", "memory_ln"):
+                    got[col] = got[col].astype(float).round(6)
+                got["labels"] = got["labels"].map("|".join)
             if table in ("rollup_compile_time", "rollup_day_compile_time", "rollup_month_compile_time"):
                 for col in _SECONDS:
                     if col in got:
@@ -447,7 +481,8 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
                   "rollup_frame_fingerprints", "rollup_month_storms", "rollup_day_run_totals",
                   "rollup_day_speedups", "rollup_month_run_totals", "rollup_month_speedups",
                   "rollup_day_linkage", "rollup_day_linkage_bins", "rollup_month_linkage",
-                  "rollup_month_linkage_bins"):
+                  "rollup_month_linkage_bins",
+                  "rollup_week_bench"):
             con.execute(f"DROP TABLE {t}")
         # and from before 018 (its backfill builds the compile-time rollups) and 020 (fingerprints)
         con.execute("DROP TABLE later_compile_metrics")
@@ -457,7 +492,8 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
         con.execute("DELETE FROM _migrations WHERE name IN ('009_rollups_review.sql', '010_day_rollups.sql', "
                     "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql', "
                     "'014_month_rollups.sql', '018_compile_total.sql', '020_frame_fingerprints.sql', "
-                    "'026_month_storms.sql', '028_overview_rollups.sql', '029_linkage_rollups.sql')")
+                    "'026_month_storms.sql', '027_bench_weeks.sql', '028_overview_rollups.sql', "
+                    "'029_linkage_rollups.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 
@@ -531,6 +567,33 @@ def test_day_rollups_follow_a_run_that_moves_to_another_cell(tmp_path):
                       "rollup_day_speedups", "rollup_month_run_totals", "rollup_month_speedups"):
             assert con.execute(f"SELECT count(*) FROM {table} WHERE model IS NULL").fetchall()[0][0] == 0, table
     assert sizes["rollup_day_compile_time"] > 0
+
+
+def test_bench_weeks_follow_a_run_that_moves_to_another_week(tmp_path):
+    """A bundle's bench.csv ingested alone first, into the bundle's run (--run-id): the run has no
+    start time, torch version or hardware yet, so its bench rows lie in the week it was ingested.
+    The bundle's other files then fill them in from its manifest (2026-11-22, torch 2.13, CPU): the
+    rows move to that week's cell, and the cell they left must not keep them."""
+    import tarfile
+
+    from compilewatch.ingest.bundle import read_manifest
+    bundle = tmp_path / "bundle"
+    with tarfile.open(BUNDLES[0]) as tf:
+        tf.extractall(bundle, filter="data")
+    (folder,) = bundle.iterdir()
+    store = open_store(tmp_path / "cw.duckdb")
+    assert ingest_paths(store, [TRACES[0]]).ok    # a run with events beside it: what the checks compare
+    assert ingest_paths(store, [folder / "bench.csv"], run_id=read_manifest(folder).run_id).ok
+    assert_rollups_match(store)
+    with store.read() as con:
+        before = con.execute("SELECT week, hardware, torch_version FROM rollup_week_bench").fetchall()
+    assert ingest_paths(store, [folder]).ok
+    sizes = assert_rollups_match(store)
+    with store.read() as con:
+        after = con.execute("SELECT week, hardware, torch_version FROM rollup_week_bench").fetchall()
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+    assert len(before) == len(after) == sizes["rollup_week_bench"] == 1 and before != after, (before, after)
+    assert after[0][2] == "2.13.0+cpu"
 
 
 def test_pages_read_from_the_day_and_month_levels_equal_the_raw_counts(tmp_path):

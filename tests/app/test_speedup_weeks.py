@@ -182,3 +182,20 @@ def test_which_path_a_view_reads(con):
     f = year.replace(labels=("default/train",))
     got = speedups.by_version(con, f)
     assert len(got) and speedups.by_version(con, f.replace(labels=())).shape[0] >= len(got)
+
+
+def test_a_point_names_its_first_labels_and_how_many_more(con, monkeypatch):
+    """A week of many PR labels: the tooltip lists the first few and counts the rest, the same from
+    the weeks and from the rows (the page sent every label of a year's points before)."""
+    f = _windows(con)["open"]
+    whole = speedups.trend(con, f)
+    most = whole["labels"].str.count(", ").max() + 1
+    assert most >= 2, "the store's weeks hold one label each: the cut would not be exercised"
+    monkeypatch.setattr(speedups, "LABELS_SHOWN", 1)
+    weeks, rows = _both(monkeypatch, speedups.trend, con, f)
+    pd.testing.assert_frame_equal(weeks, rows, rtol=1e-9)
+    cut = rows["labels"][whole["labels"].str.contains(", ")]
+    assert len(cut) and cut.str.fullmatch(r"[^,]+, … \(\+\d+ more\)").all(), cut.tolist()
+    named = whole["labels"].notna()
+    assert (rows["labels"][named].str.split(", ").str[0] == whole["labels"][named].str.split(", ").str[0]).all()
+    assert rows["labels"][~named].isna().all()

@@ -63,9 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         print("| " + " | ".join(cells) + " |")
     over = sorted((t, v) for v, t in projected.items() if t > args.bar)
     print()
+    already = [v for v in views if stores[-1][1][v]["cold_s"] > args.bar]
+    if already:
+        print(f"Past {args.bar} s already at {sizes[-1]:,} runs: " + ", ".join(
+            f"{v} {stores[-1][1][v]['cold_s']:.2f} s (at {sizes[0]:,}: {stores[0][1][v]['cold_s']:.2f} s)"
+            for v in already) + ".")
+        over = [(t, v) for t, v in over if v not in already]
     if not over:
         slowest = max(projected, key=projected.get)
-        print(f"At {args.project:,} runs no view passes {args.bar} s cold; the slowest, {slowest}, "
+        print(f"At {args.project:,} runs no other view passes {args.bar} s cold; the slowest, {slowest}, "
               f"{projected[slowest]:.2f} s.")
         return 0
     first = min(over, key=lambda tv: _crossing(stores, tv[1], args.bar))[1]

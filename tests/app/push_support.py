@@ -31,11 +31,15 @@ def client_env(tmp: Path) -> dict:
 
 
 class TeamServer:
-    def __init__(self, folder: Path, extra_env: dict | None = None, inbox_workers: int = 1, lake_spec: str | None = None):
+    def __init__(self, folder: Path, extra_env: dict | None = None, inbox_workers: int = 1, lake_spec: str | None = None,
+                 data_path: str | None = None):
         self.folder = folder
         self.db = lake_spec or folder / "store" / "cw.duckdb"
-        # where the store keeps inbox/ and tmp/: the database's folder, or a DuckLake store's data path
-        self.store_folder = folder / "lake-data" if lake_spec else self.db.parent
+        # a DuckLake store's data path: a folder of the server's, or the s3://bucket/prefix given
+        self.data_path = data_path or (str(folder / "lake-data") if lake_spec else None)
+        # where the store keeps inbox/ and tmp/ on this host: the database's folder, or a DuckLake
+        # store's data path; none for a data path on object storage
+        self.store_folder = None if data_path else Path(self.data_path) if lake_spec else self.db.parent
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "COMPILEWATCH_DB": str(self.db), "COMPILEWATCH_BOOTSTRAP": "0",
@@ -44,7 +48,7 @@ class TeamServer:
                     # starts before that function-scoped setting applies
                     "COMPILEWATCH_REVIEW_REFRESH": "0", **(extra_env or {})}
         if lake_spec:
-            self.env["COMPILEWATCH_DATA_PATH"] = str(self.store_folder)
+            self.env["COMPILEWATCH_DATA_PATH"] = self.data_path
         self.inbox_workers = inbox_workers
         self.proc: subprocess.Popen | None = None
         self.log = folder / "server.log"
@@ -112,3 +116,48 @@ class TeamServer:
         got = subprocess.run([sys.executable, "-c", code, str(self.db)], capture_output=True, text=True, env=self.env)
         assert got.returncode == 0, got.stderr
         return [tuple(r) for r in json.loads(got.stdout)]
+
+
+REVIEW = ROOT / "tests" / "fixtures" / "review"
+
+
+def push_baseline_then_regression(push, server: TeamServer, tmp: Path) -> None:
+    """What a CI job's pushes make of a server: the baseline's real bundles (tests/fixtures/review/
+    clean), then a candidate that regresses (breaks/) gated with --check (exit 1, REGRESSION), then
+    the candidate again, a duplicate push; six runs stored, each file once. `push(server, paths,
+    *flags, tmp=)` runs `compilewatch push` as the test's runner does."""
+    base = push(server, sorted((REVIEW / "clean").glob("*.tar.gz")), "--wait", tmp=tmp)
+    assert base.returncode == 0, base.stdout + base.stderr
+    worse = push(server, sorted((REVIEW / "breaks").glob("*.tar.gz")), "--wait", "--check", "--baseline",
+                 "label=clean", tmp=tmp)
+    assert worse.returncode == 1 and "REGRESSION" in worse.stdout, worse.stdout + worse.stderr
+    again = push(server, sorted((REVIEW / "breaks").glob("*.tar.gz")), "--wait", "--json", tmp=tmp)
+    assert again.returncode == 0 and json.loads(again.stdout)["push"]["duplicate_push"], again.stdout + again.stderr
+    runs = server.runs()
+    assert len(runs) == 6 and all(n == d for _, n, d in runs)
+
+
+def restart_until_settled(server: TeamServer, push_id: str, token: str) -> dict:
+    """Start a killed server again, on a new port, and wait for push `push_id` to be settled: its
+    receipt, once it holds the one run, stored with each file once."""
+    server.port = free_port()
+    server.url = f"http://127.0.0.1:{server.port}"
+    server.start()
+    deadline = time.monotonic() + 300
+    while (said := server.request("GET", f"/api/push/{push_id}", token=token)[1])["state"] != "settled":
+        assert time.monotonic() < deadline, said
+        time.sleep(0.5)
+    assert len(said["runs"]) == 1 and not said["failures"], said
+    assert [(r, n == d) for r, n, d in server.runs()] == [(said["runs"][0]["run_id"], True)]
+    return said
+
+
+def kill_mid_ingest(server: TeamServer, folder: Path, claim: str) -> None:
+    """SIGKILL to the whole server once its inbox worker has claimed a push (the glob `claim` under
+    `folder` finds the entry it holds) and gone a moment into its ingest."""
+    deadline = time.monotonic() + 60
+    while not list(folder.glob(claim)):
+        assert time.monotonic() < deadline, "the inbox worker never claimed the push"
+        time.sleep(0.02)
+    time.sleep(0.2)          # into the ingest of its many files
+    server.kill()

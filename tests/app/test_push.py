@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import free_port
-from push_support import ROOT, TeamServer, cli, client_env
+from push_support import (REVIEW, ROOT, TeamServer, cli, client_env, kill_mid_ingest, push_baseline_then_regression,
+                          restart_until_settled)
 
-REVIEW = ROOT / "tests" / "fixtures" / "review"
 SAMPLES = [*sorted((ROOT / "sample_logs" / "cpu-torch2.13").glob("*.tar.gz")),
            *sorted((ROOT / "sample_logs" / "cpu-torch2.13-versions").glob("*.tar.gz")),
            *sorted((ROOT / "sample_logs" / "cpu-torch2.14.1").glob("*.tar.gz"))]
@@ -233,22 +232,9 @@ def test_a_server_killed_mid_ingest_recovers_its_inbox(tmp_path):
                      env={**client_env(tmp_path), "COMPILEWATCH_PUSH_TOKEN": token})
         push_id = json.loads(pushed.stdout)["push"]["push"]
         work = server.store_folder / "inbox" / ".work"
-        deadline = time.monotonic() + 60
-        while not list(work.glob(f"*/push-{push_id}.tar.gz")):
-            assert time.monotonic() < deadline, "the inbox worker never claimed the push"
-            time.sleep(0.02)
-        time.sleep(0.2)          # into the ingest of its many files
-        server.kill()
+        kill_mid_ingest(server, work, f"*/push-{push_id}.tar.gz")
         assert list(work.glob(f"*/push-{push_id}.tar.gz")), "the ingest ended before the kill"   # a dead claim
-        server.port = free_port()
-        server.url = f"http://127.0.0.1:{server.port}"
-        server.start()
-        deadline = time.monotonic() + 300
-        while (said := server.request("GET", f"/api/push/{push_id}", token=token)[1])["state"] != "settled":
-            assert time.monotonic() < deadline, said
-            time.sleep(0.5)
-        assert len(said["runs"]) == 1 and not said["failures"], said
-        assert [(r, n == d) for r, n, d in server.runs()] == [(said["runs"][0]["run_id"], True)]
+        restart_until_settled(server, push_id, token)
     finally:
         server.stop()
 
@@ -285,15 +271,7 @@ def test_push_to_a_team_server_on_ducklake(lake_spec, tmp_path):
     server = TeamServer(tmp_path / "server", lake_spec=lake_spec).start()
     try:
         server.ci_token = server.token()
-        base = _push(server, sorted((REVIEW / "clean").glob("*.tar.gz")), "--wait", tmp=tmp_path)
-        assert base.returncode == 0, base.stdout + base.stderr
-        worse = _push(server, sorted((REVIEW / "breaks").glob("*.tar.gz")), "--wait", "--check", "--baseline",
-                      "label=clean", tmp=tmp_path)
-        assert worse.returncode == 1 and "REGRESSION" in worse.stdout, worse.stdout + worse.stderr
-        again = _push(server, sorted((REVIEW / "breaks").glob("*.tar.gz")), "--wait", "--json", tmp=tmp_path)
-        assert again.returncode == 0 and json.loads(again.stdout)["push"]["duplicate_push"]
-        runs = server.runs()
-        assert len(runs) == 6 and all(n == d for _, n, d in runs)
+        push_baseline_then_regression(_push, server, tmp_path)
     finally:
         server.stop()
 

@@ -15,10 +15,8 @@ the order of the floating-point sums, rtol 1e-9); exit status 1 when one differs
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -31,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from compilewatch.app.filters import Filters  # noqa: E402
 from compilewatch.app.queries import cudagraphs, speedups  # noqa: E402
 
-from benchmarks.bench_compile_time import best  # noqa: E402
+from benchmarks.two_sources import arguments, store_facts, time_sources  # noqa: E402
 
 SOURCES = {"weeks": True, "rows": False}
 
@@ -52,19 +50,10 @@ def _differences(view: str, answers: dict[str, dict[str, pd.DataFrame]]) -> list
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--db", required=True, type=Path)
-    ap.add_argument("--repeat", type=int, default=5)
-    args = ap.parse_args(argv)
-    con = duckdb.connect(str(args.db), read_only=True)
-    first, last = con.execute("SELECT min(coalesce(started_at, ingested_at))::DATE, "
-                              "max(coalesce(started_at, ingested_at))::DATE FROM runs").fetchone()
-    n = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-         for t in ("runs", "bench_results", "rollup_week_bench")}
-    a, b = [r[0] for r in con.execute("SELECT torch_version FROM runs GROUP BY 1 ORDER BY count(*) DESC LIMIT 2")
-            .fetchall()]
-    model = con.execute("SELECT model FROM bench_results GROUP BY 1 ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
-    con.close()
+    args = arguments(__doc__, argv)
+    first, last, (a, b), n = store_facts(args.db, ("runs", "bench_results", "rollup_week_bench"))
+    with duckdb.connect(str(args.db), read_only=True) as con:
+        model = con.execute("SELECT model FROM bench_results GROUP BY 1 ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
     print(f"db {args.db}: " + ", ".join(f"{t} {v:,}" for t, v in n.items()) + f"; load average {os.getloadavg()[0]:.1f}")
     year = Filters(start=first, end=last)
     views = {"90 days": Filters(start=last - timedelta(days=89), end=last), "whole year": year,
@@ -73,25 +62,16 @@ def main(argv=None) -> int:
            "version_table": lambda con, f: speedups.version_table(con, f.replace(version_a=b, version_b=a)),
            "coverage_trend": cudagraphs.coverage_trend}
     chosen = speedups._reads_weeks
+
+    def use(weeks: bool):
+        speedups._reads_weeks = lambda f, versions: weeks
+        return lambda: setattr(speedups, "_reads_weeks", chosen)
+
+    def one_source(name: str, source: str) -> bool:
+        return name == "coverage_trend" and source == "weeks"    # one source: run_metrics
     differences = []
     for view, f in views.items():
-        answers: dict[str, dict[str, pd.DataFrame]] = {}
-        for source, weeks in SOURCES.items():
-            speedups._reads_weeks = lambda f, versions, weeks=weeks: weeks
-            con = duckdb.connect(str(args.db), read_only=True)
-            try:
-                for name, fn in fns.items():
-                    if name == "coverage_trend" and source == "weeks":
-                        continue     # one source: run_metrics
-                    w0 = time.perf_counter()
-                    answers.setdefault(name, {})[source] = out = fn(con, f)
-                    cold = time.perf_counter() - w0
-                    cpu, wall = best(fn, con, f, args.repeat)
-                    print(f"  {view:<26} {name:<15} {source:<6} first {cold:6.3f} s   best cpu {cpu:6.3f} s"
-                          f"   wall {wall:6.3f} s   ({len(out)} rows)")
-            finally:
-                con.close()
-                speedups._reads_weeks = chosen
+        answers, _ = time_sources(args.db, view, f, SOURCES, use, fns, args.repeat, skip=one_source)
         differences += _differences(view, answers)
         print(f"{view}: the page reads the {'weeks' if chosen(f, versions=False) else 'rows'} for its trend, "
               f"the {'weeks' if chosen(f, versions=True) else 'rows'} for its versions")

@@ -36,20 +36,23 @@ def _positive(col: str) -> str:
 
 # A cell's figures from its bench rows (BENCH_ROWS): the table's columns after the cell's, each with
 # its SQL. Also what a view sums on the fly for the days of a partial week at a window's edge.
-_SUMS = (("runs", "count(DISTINCT run_id)"),
+SUMS = (("runs", "count(DISTINCT run_id)"),
          ("speedup_ln", f"sum(ln({_positive('speedup')}))"), ("speedups", f"count({_positive('speedup')})"),
          ("compile_s", "sum(compilation_latency_s)"), ("compiles", "count(compilation_latency_s)"),
          ("memory_ln", f"sum(ln({_positive('compression_ratio')}))"),
          ("memories", f"count({_positive('compression_ratio')})"),
          ("first_run", "min(run_time)"), ("last_run", "max(run_time)"),
          ("labels", "list_sort(list_distinct(list(label)))"))
-COLUMNS = tuple(name for name, _ in _SUMS)
+COLUMNS = tuple(name for name, _ in SUMS)
+# the figures that add up across cells by a plain sum (not runs: one run's bench rows may name
+# several models, each in a cell of its own)
+FIGURES = ("speedup_ln", "speedups", "compile_s", "compiles", "memory_ln", "memories")
 
 
 def cell_rows(runs: str, rows: str = "TRUE") -> str:
     """SELECT of the week cells (table rows) summed from the bench rows of the runs ``runs`` picks
     (over RUNS' columns, alias r) that ``rows`` picks (over BENCH_ROWS' columns, alias b)."""
-    sums = ", ".join(f"{sql} AS {name}" for name, sql in _SUMS)
+    sums = ", ".join(f"{sql} AS {name}" for name, sql in SUMS)
     return (f"SELECT {', '.join(CELL)}, {sums} FROM ({BENCH_ROWS.replace('{runs}', runs)}) b WHERE {rows} "
             f"GROUP BY {', '.join(CELL)}")
 

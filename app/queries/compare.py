@@ -2,17 +2,32 @@
 
 Side A is the baseline, B the candidate: "new" breaks appear in B only, "fixed" in A only. Counts
 come from the per-run rollups (store/rollups.py): a side of a version may hold thousands of runs.
+Two torch versions over a long window read the week cells instead (store/compare_weeks.py, and the
+bench weeks of store/bench_weeks.py): whole weeks from their tables, the edge days summed from their
+runs into cells of the same shape. Either way the same SQL adds the groups up; reads_weeks decides.
 """
 from __future__ import annotations
 
+from datetime import date, datetime, time, timedelta
+
 import pandas as pd
 
-from compilewatch.app.filters import DIMENSIONS, Filters
-from compilewatch.app.queries.common import HARDWARE, df, geomean, runs_cte
+from compilewatch.app.cells import whole_weeks
+from compilewatch.app.filters import DIMENSIONS, Filters, key_clauses
+from compilewatch.app.queries.common import HARDWARE, df, geomean_sums, mean_sums, runs_cte
+from compilewatch.store import compare_weeks
+from compilewatch.store.bench_weeks import CELL
+from compilewatch.store.bench_weeks import FIGURES as BENCH_FIGURES
+from compilewatch.store.bench_weeks import SUMS as BENCH_SUMS
+from compilewatch.store.bench_weeks import cell_rows as bench_cell_rows
 
 
 def mode(f: Filters) -> str:
     return "runs" if (f.run_id and f.run_b) else "versions"
+
+
+def _dim(f: Filters) -> str:
+    return f.dimension if f.dimension in DIMENSIONS else "torch_version"
 
 
 def _sides(f: Filters) -> tuple[str, list]:
@@ -20,7 +35,7 @@ def _sides(f: Filters) -> tuple[str, list]:
     if mode(f) == "runs":
         return (f"sides AS (SELECT run_id, CASE WHEN run_id = ? THEN 'A' ELSE 'B' END AS side, {HARDWARE} AS hardware "
                 "FROM runs r WHERE run_id IN (?, ?))"), [f.run_id, f.run_id, f.run_b]
-    dim = f.dimension if f.dimension in DIMENSIONS else "torch_version"
+    dim = _dim(f)
     cte, params = runs_cte(f, use_versions=dim != "torch_version")
     return (f"{cte}, sides AS (SELECT run_id, CASE WHEN {dim} = ? THEN 'A' ELSE 'B' END AS side, hardware "
             f"FROM fr WHERE {dim} IN (?, ?))"), params + [f.version_a, f.version_a, f.version_b]
@@ -30,31 +45,126 @@ def _ready(f: Filters) -> bool:
     return bool((f.run_id and f.run_b) or (f.version_a and f.version_b))
 
 
+# From this window on, two torch versions are compared from the week cells (store/compare_weeks.py):
+# a shorter window's runs are few enough as they are.
+WEEKS_DAYS = 28
+
+
+def reads_weeks(f: Filters) -> bool:
+    """Whether the week cells serve f, else the runs' rollups (the one place that chooses): two
+    torch versions (labels and commits are not part of a cell), no label filter, and a window of
+    WEEKS_DAYS or more that holds a whole week. Every figure is the same either way."""
+    return (mode(f) == "versions" and _dim(f) == "torch_version" and not f.labels
+            and (not (f.start and f.end) or f.window_days() >= WEEKS_DAYS) and whole_weeks(f) is not None)
+
+
+_SIDE = "CASE WHEN {0}.torch_version = ? THEN 'A' ELSE 'B' END"
+_GROUP = ("side", "model", "hardware")
+
+
+def _edges(f: Filters) -> list[tuple[date, date]]:
+    """[start, after) of the window's days outside its whole weeks."""
+    first, after = whole_weeks(f)
+    edges = []
+    if f.start and first > f.start:
+        edges.append((f.start, first))
+    if f.end and after <= f.end:
+        edges.append((after, f.end + timedelta(days=1)))
+    return edges
+
+
+def _edge_runs(f: Filters, use_models: bool = True) -> tuple[str, list]:
+    """WHERE over RUNS' columns (alias r) picking the two versions' runs of the window's edge days."""
+    keys, params = key_clauses(f, lambda col: f"r.{col}", skip=("torch_versions", "labels")
+                               + (() if use_models else ("models",)))
+    days = [(datetime.combine(a, time.min), datetime.combine(b, time.min)) for a, b in _edges(f)]
+    clauses = [*keys, "r.torch_version IN (?, ?)",
+               "(" + (" OR ".join("r.run_time >= ? AND r.run_time < ?" for _ in days) or "FALSE") + ")"]
+    return " AND ".join(clauses), params + [f.version_a, f.version_b] + [d for edge in days for d in edge]
+
+
+def _week_rows(table: str, f: Filters, use_models: bool = True) -> tuple[str, list]:
+    """(SQL, params): the rows of week table ``table`` (or, for "rollup_week_bench", of the bench
+    weeks) of the two versions' whole weeks in the window, and the edge days' summed into cells of
+    the same shape, each with its side."""
+    first, after = whole_weeks(f)
+    keys, params = key_clauses(f, lambda col: f"w.{col}", skip=("torch_versions", "labels")
+                               + (() if use_models else ("models",)))
+    where = [*keys, "w.torch_version IN (?, ?)", *(["w.week >= ?"] if first else []), *(["w.week < ?"] if after else [])]
+    params += [f.version_a, f.version_b] + [d for d in (first, after) if d]
+    parts = [f"SELECT * FROM {table} w WHERE {' AND '.join(where)}"]
+    if _edges(f):
+        edge, edge_params = _edge_runs(f, use_models)
+        # the edge runs named once: a table's sums read them more than once
+        parts.append(bench_cell_rows(edge) if table == "rollup_week_bench" else
+                     f"WITH edge_runs AS {compare_weeks.runs_of(edge)} {compare_weeks.sums(table, 'edge_runs', CELL)}")
+        params += edge_params
+    rows = " UNION ALL BY NAME ".join(f"({p})" for p in parts)
+    return f"SELECT {_SIDE.format('c')} AS side, c.* FROM ({rows}) c", [f.version_a] + params
+
+
+def _with(f: Filters, *tables: str) -> tuple[str, list]:
+    """``WITH`` the groups of each week table in ``tables`` for f's two sides, named after the table
+    less its rollup_week_ prefix (totals, breaks, functions, steps): columns side, model,
+    hardware, the table's keys and its sums. From the week cells where reads_weeks(f), else summed
+    from the rollups of the sides' runs; the same columns, added up the same way, either way."""
+    ctes, params = [], []
+    if reads_weeks(f):
+        for table in tables:
+            rows, p = _week_rows(table, f)
+            ctes.append(f"{table.removeprefix('rollup_week_')} AS ({compare_weeks.merged(table, f'({rows})', _GROUP)})")
+            params += p
+        return "WITH " + ", ".join(ctes), params
+    cte, params = _sides(f)
+    ctes = [cte, "side_runs AS (SELECT s.run_id, s.side, r.model, s.hardware FROM sides s JOIN runs r USING (run_id))"]
+    ctes += [f"{t.removeprefix('rollup_week_')} AS ({compare_weeks.sums(t, 'side_runs', _GROUP)})" for t in tables]
+    return "WITH " + ", ".join(ctes), params
+
+
+def _bench(f: Filters, sides_given: bool = False) -> tuple[str, list]:
+    """(SQL, params) of ``bench``: the sides' bench rows summed per side, model and hardware as the
+    bench weeks sum them (store/bench_weeks.py), so both ways share one SQL of figures. From the
+    bench weeks where reads_weeks(f) and no model filter (a bench week's model is the bench row's,
+    the filter's the run's), else from the sides' bench rows, after the ``sides`` CTE unless
+    ``sides_given`` (the query already holds it)."""
+    sums = ", ".join(f"{sql} AS {name}" for name, sql in BENCH_SUMS if name in BENCH_FIGURES)
+    if reads_weeks(f) and not f.models:
+        rows, params = _week_rows("rollup_week_bench", f, use_models=False)
+        merge = ", ".join(f"sum({name}) AS {name}" for name in BENCH_FIGURES)
+        return f"bench AS (SELECT side, model, hardware, {merge} FROM ({rows}) GROUP BY ALL)", params
+    cte, params = ("", []) if sides_given else _sides(f)
+    return (f"{cte}{'' if sides_given else ', '}bench AS (SELECT s.side, coalesce(b.model, r.model) AS model, s.hardware, {sums} "
+            "FROM bench_results b JOIN sides s USING (run_id) JOIN runs r USING (run_id) GROUP BY ALL)"), params
+
+
 def summary(con, f: Filters) -> pd.DataFrame:
     """One row per side: runs, graph breaks, distinct breaks, recompiles, limit hits, geomean
-    speedup, compile time per run."""
+    speedup (over the side's bench rows), compile time per run."""
     if not _ready(f):
         return pd.DataFrame(columns=["side", "runs", "graph_breaks", "distinct_breaks", "recompiles",
                                      "limit_hits", "geomean_speedup", "compile_s_per_run"])
-    cte, params = _sides(f)
+    with_, params = _with(f, "rollup_week_totals", "rollup_week_breaks")
+    bench, bench_params = _bench(f, sides_given=not reads_weeks(f))
     sql = f"""
-    WITH {cte},
-    -- the counts from each run's totals row (store/rollups.py), one row per run; only the distinct
-    -- breaks need the per-key rows
-    t AS (SELECT side, sum(graph_breaks)::BIGINT AS graph_breaks, sum(recompiles)::BIGINT AS recompiles,
-                 sum(limit_hits)::BIGINT AS limit_hits, sum(compile_s) AS compile_s
-          FROM rollup_run_totals JOIN sides USING (run_id) GROUP BY side),
-    gb AS (SELECT side, count(DISTINCT break_key) AS distinct_breaks
-           FROM rollup_graph_breaks JOIN sides USING (run_id) GROUP BY side),
-    sp AS (SELECT side, {geomean('speedup')} AS geomean_speedup FROM bench_results JOIN sides USING (run_id) GROUP BY side),
-    n AS (SELECT side, count(*) AS runs FROM sides GROUP BY side)
-    SELECT n.side, n.runs, coalesce(t.graph_breaks, 0) AS graph_breaks,
+    {with_}, {bench},
+    t AS (SELECT side, sum(runs) AS runs, sum(graph_breaks)::BIGINT AS graph_breaks,
+                 sum(recompiles)::BIGINT AS recompiles, sum(limit_hits)::BIGINT AS limit_hits,
+                 sum(compile_s) AS compile_s
+          FROM totals GROUP BY side),
+    gb AS (SELECT side, count(DISTINCT break_key) AS distinct_breaks FROM breaks GROUP BY side),
+    sp AS (SELECT side, {geomean_sums('speedup_ln', 'speedups')} AS geomean_speedup FROM bench GROUP BY side)
+    SELECT t.side, t.runs::BIGINT AS runs, coalesce(t.graph_breaks, 0) AS graph_breaks,
            coalesce(gb.distinct_breaks, 0) AS distinct_breaks, coalesce(t.recompiles, 0) AS recompiles,
-           coalesce(t.limit_hits, 0) AS limit_hits, sp.geomean_speedup, t.compile_s / n.runs AS compile_s_per_run
-    FROM n LEFT JOIN t USING (side) LEFT JOIN gb USING (side) LEFT JOIN sp USING (side)
+           coalesce(t.limit_hits, 0) AS limit_hits, sp.geomean_speedup, t.compile_s / t.runs AS compile_s_per_run
+    FROM t LEFT JOIN gb USING (side) LEFT JOIN sp USING (side)
     ORDER BY side
     """
-    return df(con, sql, params)
+    return df(con, sql, params + bench_params)
+
+
+# runs per side, 1 for a side with none (its counts are all 0)
+_PER_SIDE = ("na AS (SELECT coalesce(sum(runs) FILTER (WHERE side = 'A'), 1) AS ra, "
+             "coalesce(sum(runs) FILTER (WHERE side = 'B'), 1) AS rb FROM totals)")
 
 
 def break_diff(con, f: Filters) -> pd.DataFrame:
@@ -63,18 +173,16 @@ def break_diff(con, f: Filters) -> pd.DataFrame:
     cols = ["status", "break_key", "gb_type", "reason", "location", "per_run_a", "per_run_b", "runs_a", "runs_b"]
     if not _ready(f):
         return pd.DataFrame(columns=cols)
-    cte, params = _sides(f)
+    with_, params = _with(f, "rollup_week_totals", "rollup_week_breaks")
     sql = f"""
-    WITH {cte},
-    n AS (SELECT side, count(*) AS runs FROM sides GROUP BY side),
-    k AS (SELECT g.break_key, any_value(g.gb_type) AS gb_type, any_value(g.reason) AS reason,
-                 any_value(g.user_file || ':' || g.user_line) AS location,
-                 coalesce(sum(g.n) FILTER (WHERE side = 'A'), 0)::BIGINT AS occ_a,
-                 coalesce(sum(g.n) FILTER (WHERE side = 'B'), 0)::BIGINT AS occ_b,
-                 count(*) FILTER (WHERE side = 'A') AS runs_a, count(*) FILTER (WHERE side = 'B') AS runs_b
-          FROM rollup_graph_breaks g JOIN sides USING (run_id) GROUP BY g.break_key),
-    p AS (SELECT k.*, occ_a / coalesce((SELECT runs FROM n WHERE side = 'A'), 1) AS per_run_a,
-                 occ_b / coalesce((SELECT runs FROM n WHERE side = 'B'), 1) AS per_run_b FROM k)
+    {with_}, {_PER_SIDE},
+    k AS (SELECT break_key, any_value(gb_type) AS gb_type, any_value(reason) AS reason, any_value(location) AS location,
+                 coalesce(sum(n) FILTER (WHERE side = 'A'), 0)::BIGINT AS occ_a,
+                 coalesce(sum(n) FILTER (WHERE side = 'B'), 0)::BIGINT AS occ_b,
+                 coalesce(sum(runs) FILTER (WHERE side = 'A'), 0)::BIGINT AS runs_a,
+                 coalesce(sum(runs) FILTER (WHERE side = 'B'), 0)::BIGINT AS runs_b
+          FROM breaks GROUP BY break_key),
+    p AS (SELECT k.*, occ_a / ra AS per_run_a, occ_b / rb AS per_run_b FROM k, na)
     SELECT CASE WHEN occ_a = 0 THEN 'new' WHEN occ_b = 0 THEN 'fixed'
                 WHEN per_run_b > per_run_a THEN 'more' WHEN per_run_b < per_run_a THEN 'fewer' ELSE 'same' END AS status,
            break_key, gb_type, reason, location, per_run_a, per_run_b, runs_a, runs_b
@@ -86,27 +194,22 @@ def break_diff(con, f: Filters) -> pd.DataFrame:
 
 
 def recompile_diff(con, f: Filters) -> pd.DataFrame:
-    """Per function: recompiles and limit hits per run on each side, the change, and B's top guard category."""
+    """Per function: recompiles and limit hits per run on each side, the change, and B's top guard
+    category (the most frequent; the first by name among equals)."""
     cols = ["function", "recompiles_a", "recompiles_b", "delta", "limit_hits_a", "limit_hits_b", "top_category_b"]
     if not _ready(f):
         return pd.DataFrame(columns=cols)
-    cte, params = _sides(f)
+    with_, params = _with(f, "rollup_week_totals", "rollup_week_functions")
     sql = f"""
-    WITH {cte},
-    n AS (SELECT side, count(*) AS runs FROM sides GROUP BY side),
+    {with_}, {_PER_SIDE},
     rc AS (SELECT function, (sum(n) FILTER (WHERE side = 'A'))::BIGINT AS a, (sum(n) FILTER (WHERE side = 'B'))::BIGINT AS b
-           FROM rollup_recompiles JOIN sides USING (run_id) GROUP BY 1),
-    lh AS (SELECT coalesce(function, '?') AS function,
-                  (sum(n) FILTER (WHERE side = 'A'))::BIGINT AS la, (sum(n) FILTER (WHERE side = 'B'))::BIGINT AS lb
-           FROM rollup_limit_hits JOIN sides USING (run_id) GROUP BY 1),
-    -- the most frequent category of B's failures, per function
-    gf AS (SELECT function, arg_max(category, n) AS top_category_b
-           FROM (SELECT coalesce(function, '?') AS function, category, sum(n) AS n
-                 FROM rollup_guard_failures JOIN sides USING (run_id)
-                 WHERE side = 'B' AND category IS NOT NULL GROUP BY ALL)
-           GROUP BY 1),
-    na AS (SELECT coalesce((SELECT runs FROM n WHERE side = 'A'), 1) AS ra,
-                  coalesce((SELECT runs FROM n WHERE side = 'B'), 1) AS rb)
+           FROM functions WHERE kind = 'recompiles' GROUP BY 1),
+    lh AS (SELECT function, (sum(n) FILTER (WHERE side = 'A'))::BIGINT AS la, (sum(n) FILTER (WHERE side = 'B'))::BIGINT AS lb
+           FROM functions WHERE kind = 'limit_hits' GROUP BY 1),
+    gf AS (SELECT function, first(category ORDER BY n DESC, category) AS top_category_b
+           FROM (SELECT function, category, sum(n) AS n FROM functions
+                 WHERE kind = 'guard_failures' AND side = 'B' GROUP BY ALL)
+           GROUP BY 1)
     SELECT function, coalesce(a, 0) / ra AS recompiles_a, coalesce(b, 0) / rb AS recompiles_b,
            coalesce(b, 0) / rb - coalesce(a, 0) / ra AS delta,
            coalesce(la, 0) / ra AS limit_hits_a, coalesce(lb, 0) / rb AS limit_hits_b, top_category_b
@@ -123,20 +226,20 @@ def speedup_diff(con, f: Filters) -> pd.DataFrame:
             "memory_ratio_a", "memory_ratio_b"]
     if not _ready(f):
         return pd.DataFrame(columns=cols)
-    cte, params = _sides(f)
+    bench, params = _bench(f)
+
+    def on(side: str) -> str:
+        return f"side = '{side}'"
     sql = f"""
-    WITH {cte},
-    b AS (SELECT coalesce(b.model, r.model) AS model, sides.hardware, sides.side, b.speedup, b.compilation_latency_s,
-                 b.compression_ratio
-          FROM bench_results b JOIN sides USING (run_id) JOIN runs r USING (run_id)),
+    WITH {bench},
     m AS (SELECT model, hardware,
-                 {geomean("CASE WHEN side = 'A' THEN speedup END")} AS speedup_a,
-                 {geomean("CASE WHEN side = 'B' THEN speedup END")} AS speedup_b,
-                 avg(compilation_latency_s) FILTER (WHERE side = 'A') AS compile_s_a,
-                 avg(compilation_latency_s) FILTER (WHERE side = 'B') AS compile_s_b,
-                 {geomean("CASE WHEN side = 'A' THEN compression_ratio END")} AS memory_ratio_a,
-                 {geomean("CASE WHEN side = 'B' THEN compression_ratio END")} AS memory_ratio_b
-          FROM b GROUP BY model, hardware)
+                 {geomean_sums('speedup_ln', 'speedups', on('A'))} AS speedup_a,
+                 {geomean_sums('speedup_ln', 'speedups', on('B'))} AS speedup_b,
+                 {mean_sums('compile_s', 'compiles', on('A'))} AS compile_s_a,
+                 {mean_sums('compile_s', 'compiles', on('B'))} AS compile_s_b,
+                 {geomean_sums('memory_ln', 'memories', on('A'))} AS memory_ratio_a,
+                 {geomean_sums('memory_ln', 'memories', on('B'))} AS memory_ratio_b
+          FROM bench GROUP BY model, hardware)
     SELECT model, hardware, speedup_a, speedup_b, 100 * (speedup_b / speedup_a - 1) AS speedup_change_pct,
            compile_s_a, compile_s_b, memory_ratio_a, memory_ratio_b
     FROM m ORDER BY abs(speedup_change_pct) DESC NULLS LAST, model LIMIT 500
@@ -162,20 +265,23 @@ def runtime(con, f: Filters) -> pd.DataFrame:
             "median_b", "low_b", "high_b", "step_iqr_b", "runs_b", "change_pct"]
     if not _ready(f):
         return pd.DataFrame(columns=cols)
-    cte, params = _sides(f)
-    sql = f"""
-    WITH {cte},
-    v AS (SELECT r.model, sides.hardware, m.metric, m.subject, sides.side, m.run_id, m.value, m.spread
-          FROM run_metrics m JOIN sides USING (run_id) JOIN runs r USING (run_id)
-          WHERE m.metric IN ('iteration_time', 'step_time') AND m.value IS NOT NULL),
+    with_, params = _with(f, "rollup_week_steps")
+
+    def on(side: str) -> str:
+        return f"FILTER (WHERE side = '{side}')"
+    # a side's rows of one model, hardware, metric and callable are one group (from the runs) or one
+    # per week cell (from the cells): its values are the union of theirs
+    g = f"""
     g AS (SELECT model, hardware, metric, subject,
-                 median(value) FILTER (WHERE side = 'A') AS median_a, min(value) FILTER (WHERE side = 'A') AS low_a,
-                 max(value) FILTER (WHERE side = 'A') AS high_a, median(spread) FILTER (WHERE side = 'A') AS step_iqr_a,
-                 count(DISTINCT run_id) FILTER (WHERE side = 'A') AS runs_a,
-                 median(value) FILTER (WHERE side = 'B') AS median_b, min(value) FILTER (WHERE side = 'B') AS low_b,
-                 max(value) FILTER (WHERE side = 'B') AS high_b, median(spread) FILTER (WHERE side = 'B') AS step_iqr_b,
-                 count(DISTINCT run_id) FILTER (WHERE side = 'B') AS runs_b
-          FROM v GROUP BY ALL)
+                 list_median(flatten(list(vals) {on('A')})) AS median_a, min(low) {on('A')} AS low_a,
+                 max(high) {on('A')} AS high_a, list_median(flatten(list(spreads) {on('A')})) AS step_iqr_a,
+                 coalesce(sum(runs) {on('A')}, 0)::BIGINT AS runs_a,
+                 list_median(flatten(list(vals) {on('B')})) AS median_b, min(low) {on('B')} AS low_b,
+                 max(high) {on('B')} AS high_b, list_median(flatten(list(spreads) {on('B')})) AS step_iqr_b,
+                 coalesce(sum(runs) {on('B')}, 0)::BIGINT AS runs_b
+          FROM steps GROUP BY ALL)"""
+    sql = f"""
+    {with_}, {g}
     SELECT model, hardware, metric, subject, median_a, median_b, 100 * (median_b / median_a - 1) AS change_pct,
            low_a, high_a, low_b, high_b, step_iqr_a, step_iqr_b, runs_a, runs_b FROM g
     ORDER BY metric = 'step_time', model, hardware, subject LIMIT 500

@@ -2,7 +2,7 @@
 metrics (store/run_metrics.py), its rollups (store/rollups.py), the day rollups of its cell
 (store/day_rollups.py), the month rollups of that cell's month (store/month_rollups.py), its
 stormiest rows (store/month_storms.py), the bench weeks of its week (store/bench_weeks.py) and
-Compare's week cells (store/compare_weeks.py).
+Compare's day and week cells (store/compare_cells.py).
 Refreshed inside the ingest transaction of each of the run's files, or, when the writer keeps its
 connection across files, once for all the runs it marked before it lets the lock go (mark_stale,
 refresh_stale: one statement per table for all of them); after a reingest; and for every stored
@@ -16,8 +16,8 @@ from functools import partial
 import duckdb
 
 from compilewatch.store.bench_weeks import refresh_bench_weeks
-from compilewatch.store.compare_weeks import TABLES as COMPARE_TABLES
-from compilewatch.store.compare_weeks import refresh_compare_weeks
+from compilewatch.store.compare_cells import KINDS as COMPARE_KINDS
+from compilewatch.store.compare_cells import refresh_compare_cells
 from compilewatch.store.day_rollups import TABLES as DAY_TABLES
 from compilewatch.store.day_rollups import refresh_day_rollups
 from compilewatch.store.hardware import refresh_hardware
@@ -67,8 +67,8 @@ BACKFILLS = {
     "029_linkage_rollups.sql": (partial(refresh_day_rollups, tables=("rollup_day_linkage", "rollup_day_linkage_bins")),
                                 partial(refresh_month_rollups, tables=("rollup_month_linkage",
                                                                        "rollup_month_linkage_bins"))),
-    # Compare's week cells read the per-run rollups (009, 012, 018) and run_metrics (023)
-    "030_compare_weeks.sql": (refresh_compare_weeks,),
+    # Compare's cells read the per-run rollups (009, 012, 018) and run_metrics (023)
+    "030_compare_cells.sql": (refresh_compare_cells,),
 }
 
 
@@ -89,7 +89,7 @@ def refresh_runs(con, run_ids: Sequence[str]) -> None:
     refresh_month_rollups(con, cells)           # after the day rollups it sums
     refresh_month_storms(con, cells)            # after the per-run rollups and the cells' members
     refresh_bench_weeks(con, cells)             # the weeks of the day cells summed again
-    refresh_compare_weeks(con, cells)           # and their week cells, from the per-run rollups
+    refresh_compare_cells(con, cells)           # Compare's day cells and their weeks
 
 
 def refresh_run(con, run_id: str) -> None:
@@ -136,7 +136,7 @@ def refresh_all(con) -> None:
              *(partial(refresh_month_rollups, tables=(t,)) for t in MONTH_TABLES),
              refresh_month_storms,
              refresh_bench_weeks,
-             *(partial(refresh_compare_weeks, tables=(t,)) for t in COMPARE_TABLES)]
+             *(partial(refresh_compare_cells, kinds=(k,)) for k in COMPARE_KINDS)]
     with rebuilding(con):
         for step in steps:
             con.execute("BEGIN")

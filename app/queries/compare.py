@@ -2,9 +2,10 @@
 
 Side A is the baseline, B the candidate: "new" breaks appear in B only, "fixed" in A only. Counts
 come from the per-run rollups (store/rollups.py): a side of a version may hold thousands of runs.
-Two torch versions over a long window read the week cells instead (store/compare_weeks.py, and the
-bench weeks of store/bench_weeks.py): whole weeks from their tables, the edge days summed from their
-runs into cells of the same shape. Either way the same SQL adds the groups up; reads_weeks decides.
+Two torch versions over a long window read cells instead (store/compare_cells.py: whole weeks from
+the week cells, the edge days from the day cells; and the bench weeks of store/bench_weeks.py, whose
+edge days are summed from their bench rows). Either way the same SQL adds the groups up; reads_cells
+decides.
 """
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ import pandas as pd
 from compilewatch.app.cells import whole_weeks
 from compilewatch.app.filters import DIMENSIONS, Filters, key_clauses
 from compilewatch.app.queries.common import HARDWARE, df, geomean_sums, mean_sums, runs_cte
-from compilewatch.store import compare_weeks
-from compilewatch.store.bench_weeks import CELL
+from compilewatch.store import compare_cells
 from compilewatch.store.bench_weeks import FIGURES as BENCH_FIGURES
 from compilewatch.store.bench_weeks import SUMS as BENCH_SUMS
 from compilewatch.store.bench_weeks import cell_rows as bench_cell_rows
@@ -45,17 +45,17 @@ def _ready(f: Filters) -> bool:
     return bool((f.run_id and f.run_b) or (f.version_a and f.version_b))
 
 
-# From this window on, two torch versions are compared from the week cells (store/compare_weeks.py):
-# a shorter window's runs are few enough as they are.
-WEEKS_DAYS = 28
+# From this window on, two torch versions are compared from the cells (store/compare_cells.py): a
+# shorter window's runs are few enough as they are.
+CELLS_DAYS = 28
 
 
-def reads_weeks(f: Filters) -> bool:
-    """Whether the week cells serve f, else the runs' rollups (the one place that chooses): two
-    torch versions (labels and commits are not part of a cell), no label filter, and a window of
-    WEEKS_DAYS or more that holds a whole week. Every figure is the same either way."""
+def reads_cells(f: Filters) -> bool:
+    """Whether the cells serve f, else the runs' rollups (the one place that chooses): two torch
+    versions (labels and commits are not part of a cell), no label filter, and a window of
+    CELLS_DAYS or more that holds a whole week. Every figure is the same either way."""
     return (mode(f) == "versions" and _dim(f) == "torch_version" and not f.labels
-            and (not (f.start and f.end) or f.window_days() >= WEEKS_DAYS) and whole_weeks(f) is not None)
+            and (not (f.start and f.end) or f.window_days() >= CELLS_DAYS) and whole_weeks(f) is not None)
 
 
 _SIDE = "CASE WHEN {0}.torch_version = ? THEN 'A' ELSE 'B' END"
@@ -73,63 +73,77 @@ def _edges(f: Filters) -> list[tuple[date, date]]:
     return edges
 
 
-def _edge_runs(f: Filters, use_models: bool = True) -> tuple[str, list]:
-    """WHERE over RUNS' columns (alias r) picking the two versions' runs of the window's edge days."""
-    keys, params = key_clauses(f, lambda col: f"r.{col}", skip=("torch_versions", "labels")
+def _cell_where(f: Filters, use_models: bool = True) -> tuple[list[str], list]:
+    """WHERE clauses over cells (alias c) of the two versions, with the filters a cell takes."""
+    keys, params = key_clauses(f, lambda col: f"c.{col}", skip=("torch_versions", "labels")
                                + (() if use_models else ("models",)))
-    days = [(datetime.combine(a, time.min), datetime.combine(b, time.min)) for a, b in _edges(f)]
-    clauses = [*keys, "r.torch_version IN (?, ?)",
-               "(" + (" OR ".join("r.run_time >= ? AND r.run_time < ?" for _ in days) or "FALSE") + ")"]
-    return " AND ".join(clauses), params + [f.version_a, f.version_b] + [d for edge in days for d in edge]
+    return [*keys, "c.torch_version IN (?, ?)"], params + [f.version_a, f.version_b]
 
 
-def _week_rows(table: str, f: Filters, use_models: bool = True) -> tuple[str, list]:
-    """(SQL, params): the rows of week table ``table`` (or, for "rollup_week_bench", of the bench
-    weeks) of the two versions' whole weeks in the window, and the edge days' summed into cells of
-    the same shape, each with its side."""
+def _cells(kind: str, f: Filters) -> tuple[str, list]:
+    """(SQL, params): ``kind``'s cells (store/compare_cells.py) of the two versions' window, each
+    with its side: the whole weeks from the week cells, the edge days from the day cells."""
     first, after = whole_weeks(f)
-    keys, params = key_clauses(f, lambda col: f"w.{col}", skip=("torch_versions", "labels")
-                               + (() if use_models else ("models",)))
-    where = [*keys, "w.torch_version IN (?, ?)", *(["w.week >= ?"] if first else []), *(["w.week < ?"] if after else [])]
-    params += [f.version_a, f.version_b] + [d for d in (first, after) if d]
-    parts = [f"SELECT * FROM {table} w WHERE {' AND '.join(where)}"]
-    if _edges(f):
-        edge, edge_params = _edge_runs(f, use_models)
-        # the edge runs named once: a table's sums read them more than once
-        parts.append(bench_cell_rows(edge) if table == "rollup_week_bench" else
-                     f"WITH edge_runs AS {compare_weeks.runs_of(edge)} {compare_weeks.sums(table, 'edge_runs', CELL)}")
-        params += edge_params
+    where, params = _cell_where(f)
+    where += [*(["c.week >= ?"] if first else []), *(["c.week < ?"] if after else [])]
+    params += [d for d in (first, after) if d]
+    parts = [f"SELECT {_SIDE.format('c')} AS side, c.* EXCLUDE (week) FROM {compare_cells.table('week', kind)} c "
+             f"WHERE {' AND '.join(where)}"]
+    params = [f.version_a] + params
+    if edges := _edges(f):
+        where, edge_params = _cell_where(f)
+        days = " OR ".join("c.day >= ? AND c.day < ?" for _ in edges)
+        parts.append(f"SELECT {_SIDE.format('c')} AS side, c.* EXCLUDE (day) FROM {compare_cells.table('day', kind)} c "
+                     f"WHERE {' AND '.join(where)} AND ({days})")
+        params += [f.version_a] + edge_params + [d for edge in edges for d in edge]
+    return " UNION ALL ".join(f"({p})" for p in parts), params
+
+
+def _bench_weeks(f: Filters) -> tuple[str, list]:
+    """(SQL, params): the bench weeks (store/bench_weeks.py) of the two versions' whole weeks in the
+    window, and the edge days' bench rows summed into cells of the same shape, each with its side."""
+    first, after = whole_weeks(f)
+    where, params = _cell_where(f, use_models=False)
+    where += [*(["c.week >= ?"] if first else []), *(["c.week < ?"] if after else [])]
+    params += [d for d in (first, after) if d]
+    parts = [f"SELECT * FROM rollup_week_bench c WHERE {' AND '.join(where)}"]
+    if edges := _edges(f):
+        keys, edge_params = key_clauses(f, lambda col: f"r.{col}", skip=("torch_versions", "labels", "models"))
+        days = [(datetime.combine(a, time.min), datetime.combine(b, time.min)) for a, b in edges]
+        parts.append(bench_cell_rows(" AND ".join([*keys, "r.torch_version IN (?, ?)", "(" + " OR ".join(
+            "r.run_time >= ? AND r.run_time < ?" for _ in days) + ")"])))
+        params += edge_params + [f.version_a, f.version_b] + [d for edge in days for d in edge]
     rows = " UNION ALL BY NAME ".join(f"({p})" for p in parts)
     return f"SELECT {_SIDE.format('c')} AS side, c.* FROM ({rows}) c", [f.version_a] + params
 
 
-def _with(f: Filters, *tables: str) -> tuple[str, list]:
-    """``WITH`` the groups of each week table in ``tables`` for f's two sides, named after the table
-    less its rollup_week_ prefix (totals, breaks, functions, steps): columns side, model,
-    hardware, the table's keys and its sums. From the week cells where reads_weeks(f), else summed
-    from the rollups of the sides' runs; the same columns, added up the same way, either way."""
+def _with(f: Filters, *kinds: str) -> tuple[str, list]:
+    """``WITH`` the groups of each of ``kinds`` (store/compare_cells.py: totals, breaks, functions,
+    steps) for f's two sides, each named after its kind: columns side, model, hardware, the kind's
+    keys and its sums. From the cells where reads_cells(f), else summed from the rollups of the
+    sides' runs; the same columns, added up the same way, either way."""
     ctes, params = [], []
-    if reads_weeks(f):
-        for table in tables:
-            rows, p = _week_rows(table, f)
-            ctes.append(f"{table.removeprefix('rollup_week_')} AS ({compare_weeks.merged(table, f'({rows})', _GROUP)})")
+    if reads_cells(f):
+        for kind in kinds:
+            rows, p = _cells(kind, f)
+            ctes.append(f"{kind} AS ({compare_cells.merged(kind, f'({rows})', _GROUP)})")
             params += p
         return "WITH " + ", ".join(ctes), params
     cte, params = _sides(f)
     ctes = [cte, "side_runs AS (SELECT s.run_id, s.side, r.model, s.hardware FROM sides s JOIN runs r USING (run_id))"]
-    ctes += [f"{t.removeprefix('rollup_week_')} AS ({compare_weeks.sums(t, 'side_runs', _GROUP)})" for t in tables]
+    ctes += [f"{kind} AS ({compare_cells.sums(kind, 'side_runs', _GROUP)})" for kind in kinds]
     return "WITH " + ", ".join(ctes), params
 
 
 def _bench(f: Filters, sides_given: bool = False) -> tuple[str, list]:
     """(SQL, params) of ``bench``: the sides' bench rows summed per side, model and hardware as the
     bench weeks sum them (store/bench_weeks.py), so both ways share one SQL of figures. From the
-    bench weeks where reads_weeks(f) and no model filter (a bench week's model is the bench row's,
+    bench weeks where reads_cells(f) and no model filter (a bench week's model is the bench row's,
     the filter's the run's), else from the sides' bench rows, after the ``sides`` CTE unless
     ``sides_given`` (the query already holds it)."""
     sums = ", ".join(f"{sql} AS {name}" for name, sql in BENCH_SUMS if name in BENCH_FIGURES)
-    if reads_weeks(f) and not f.models:
-        rows, params = _week_rows("rollup_week_bench", f, use_models=False)
+    if reads_cells(f) and not f.models:
+        rows, params = _bench_weeks(f)
         merge = ", ".join(f"sum({name}) AS {name}" for name in BENCH_FIGURES)
         return f"bench AS (SELECT side, model, hardware, {merge} FROM ({rows}) GROUP BY ALL)", params
     cte, params = ("", []) if sides_given else _sides(f)
@@ -143,8 +157,8 @@ def summary(con, f: Filters) -> pd.DataFrame:
     if not _ready(f):
         return pd.DataFrame(columns=["side", "runs", "graph_breaks", "distinct_breaks", "recompiles",
                                      "limit_hits", "geomean_speedup", "compile_s_per_run"])
-    with_, params = _with(f, "rollup_week_totals", "rollup_week_breaks")
-    bench, bench_params = _bench(f, sides_given=not reads_weeks(f))
+    with_, params = _with(f, "totals", "breaks")
+    bench, bench_params = _bench(f, sides_given=not reads_cells(f))
     sql = f"""
     {with_}, {bench},
     t AS (SELECT side, sum(runs) AS runs, sum(graph_breaks)::BIGINT AS graph_breaks,
@@ -173,7 +187,7 @@ def break_diff(con, f: Filters) -> pd.DataFrame:
     cols = ["status", "break_key", "gb_type", "reason", "location", "per_run_a", "per_run_b", "runs_a", "runs_b"]
     if not _ready(f):
         return pd.DataFrame(columns=cols)
-    with_, params = _with(f, "rollup_week_totals", "rollup_week_breaks")
+    with_, params = _with(f, "totals", "breaks")
     sql = f"""
     {with_}, {_PER_SIDE},
     k AS (SELECT break_key, any_value(gb_type) AS gb_type, any_value(reason) AS reason, any_value(location) AS location,
@@ -199,7 +213,7 @@ def recompile_diff(con, f: Filters) -> pd.DataFrame:
     cols = ["function", "recompiles_a", "recompiles_b", "delta", "limit_hits_a", "limit_hits_b", "top_category_b"]
     if not _ready(f):
         return pd.DataFrame(columns=cols)
-    with_, params = _with(f, "rollup_week_totals", "rollup_week_functions")
+    with_, params = _with(f, "totals", "functions")
     sql = f"""
     {with_}, {_PER_SIDE},
     rc AS (SELECT function, (sum(n) FILTER (WHERE side = 'A'))::BIGINT AS a, (sum(n) FILTER (WHERE side = 'B'))::BIGINT AS b
@@ -265,7 +279,7 @@ def runtime(con, f: Filters) -> pd.DataFrame:
             "median_b", "low_b", "high_b", "step_iqr_b", "runs_b", "change_pct"]
     if not _ready(f):
         return pd.DataFrame(columns=cols)
-    with_, params = _with(f, "rollup_week_steps")
+    with_, params = _with(f, "steps")
 
     def on(side: str) -> str:
         return f"FILTER (WHERE side = '{side}')"

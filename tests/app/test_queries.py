@@ -35,7 +35,7 @@ ITEM_BREAK = "Unsupported Tensor.item() call with capture_scalar_outputs=False @
 PRINT_BREAK = "Failed to trace builtin operator @ graph_break_recompile.py:11"
 MODULES = (common, compare, hotspots, overview, recompiles, run_detail, speedups, upload, review_q)
 HELPERS = {"geomean", "geomean_sums", "mean_sums", "run_where", "runs_cte", "df", "mode", "new_since", "storm_run",
-           "guard_hint", "per_hardware", "weekly", "misses_frame", "from_cells", "reads_weeks"}
+           "guard_hint", "per_hardware", "weekly", "misses_frame", "from_cells", "reads_cells"}
 
 
 @pytest.fixture(scope="module")

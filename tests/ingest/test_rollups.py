@@ -1,7 +1,7 @@
 """The rollups kept at ingest (per run: store/rollups.py; per day and cell: store/day_rollups.py; per
 month cell: store/month_rollups.py; the Overview's KPIs per day and month cell among them, and the
 runtime linkage's sums and DDSketch bins at both levels; the bench rows per week cell: store/bench_weeks.py;
-Compare's sides per week cell: store/compare_weeks.py)
+Compare's sides per day and week cell: store/compare_cells.py)
 equal the aggregate over the raw event rows, on real logs, after every way a store is written: a
 clean ingest, a duplicate ingest, a worker killed with SIGKILL mid-ingest and its rerun, `reingest
 --all`, the migrations' backfill of an existing store, and `store copy` (to a DuckLake store on a real PostgreSQL too).
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from compilewatch.ingest.loader import ingest_paths
-from compilewatch.store import compare_weeks, month_storms, open_store, rollups, run_filter, sketch
+from compilewatch.store import compare_cells, month_storms, open_store, rollups, run_filter, sketch
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = sorted((REPO / "tests" / "fixtures" / "trace").glob("*.log.gz"))
@@ -155,48 +155,56 @@ def _expected(con) -> dict[str, tuple[pd.DataFrame, list[str]]]:
                                 ["run_id", "graph_breaks", "recompiles", "limit_hits", "guard_failures", "compile_s"])
     out.update(_expected_day(con, gb, gf, rc, c))
     out["rollup_week_bench"] = _expected_bench_weeks(con)
-    out.update(_expected_compare_weeks(con, out))
+    out.update(_expected_compare_cells(con, out))
     return out
 
 
-def _expected_compare_weeks(con, out: dict) -> dict[str, tuple[pd.DataFrame, list[str]]]:
-    """Compare's week cells (store/compare_weeks.py) from the per-run figures expected above: each
-    run's cell (the Monday of its time, its model, hardware and torch version); its totals, breaks,
-    recompiles, limit hits and categorised guard failures summed per cell and key (a limit hit or
-    failure without a function under '?'); the timing hooks' step and iteration times counted per
-    cell, metric and callable, with their range and their values and spreads, sorted."""
+def _expected_compare_cells(con, out: dict) -> dict[str, tuple[pd.DataFrame, list[str]]]:
+    """Compare's day and week cells (store/compare_cells.py) from the per-run figures expected
+    above: each run's cells (its time's day, or the Monday of its week, its model, hardware and
+    torch version); its totals, breaks, recompiles, limit hits and categorised guard failures summed
+    per cell and key (a limit hit or failure without a function under '?'); the timing hooks' step
+    and iteration times counted per cell, metric and callable, with their range and their values
+    and spreads, sorted."""
     runs = _raw(con, "runs")
     t = pd.to_datetime(runs["started_at"].fillna(runs["ingested_at"]))
+    runs["day"] = t.dt.strftime("%Y-%m-%d")
     runs["week"] = (t.dt.normalize() - pd.to_timedelta(t.dt.day_of_week, unit="D")).dt.strftime("%Y-%m-%d")
     runs["hardware"] = runs["hardware"].fillna("unknown")
-    cell = ["week", "model", "hardware", "torch_version"]
-    r = runs[["run_id", *cell]]
-
-    def per_cell(frame: pd.DataFrame, keys: list[str], **aggs) -> pd.DataFrame:
-        return frame.merge(r, on="run_id").groupby([*cell, *keys], dropna=False).agg(**aggs).reset_index()
     figures = ("graph_breaks", "recompiles", "limit_hits", "compile_s")
-    totals = r.merge(out["rollup_run_totals"][0], on="run_id", how="left").groupby(cell, dropna=False).agg(
-        runs=("run_id", "size"), **{k: (k, lambda s: s.sum(min_count=1)) for k in figures}).reset_index()
-    totals["compile_s"] = totals["compile_s"].astype(float).round(6)
-    totals = totals.astype({k: "Int64" for k in figures[:3]})   # null in a cell whose runs have no totals row
-    breaks = per_cell(out["rollup_graph_breaks"][0], ["break_key"], n=("n", "sum"), runs=("run_id", "size"))
     gf = out["rollup_guard_failures"][0]
     kinds = [out["rollup_recompiles"][0].assign(kind="recompiles", category=None),
              out["rollup_limit_hits"][0].assign(kind="limit_hits", category=None),
              gf[gf["category"].notna()].assign(kind="guard_failures")]
     functions = pd.concat([k.assign(function=k["function"].fillna("?"))[["run_id", "kind", "function", "category", "n"]]
                            for k in kinds])
-    functions = per_cell(functions, ["kind", "function", "category"], n=("n", "sum"))
     m = _raw(con, "run_metrics")
     m = m[m["metric"].isin(["iteration_time", "step_time"]) & m["value"].notna()]
+
     def sorted_values(s: pd.Series) -> str | None:
         return "|".join(repr(float(v)) for v in sorted(s.dropna())) or None
-    steps = per_cell(m, ["metric", "subject"], runs=("run_id", "nunique"), low=("value", "min"), high=("value", "max"),
-                     vals=("value", sorted_values), spreads=("spread", sorted_values))
-    return {"rollup_week_totals": (totals, [*cell, "runs", *figures]),
-            "rollup_week_breaks": (breaks, [*cell, "break_key", "n", "runs"]),
-            "rollup_week_functions": (functions, [*cell, "kind", "function", "category", "n"]),
-            "rollup_week_steps": (steps, [*cell, "metric", "subject", "runs", "low", "high", "vals", "spreads"])}
+    expected = {}
+    for level in ("day", "week"):
+        cell = [level, "model", "hardware", "torch_version"]
+        r = runs[["run_id", *cell]]
+
+        def per_cell(frame: pd.DataFrame, keys: list[str], **aggs) -> pd.DataFrame:
+            return frame.merge(r, on="run_id").groupby([*cell, *keys], dropna=False).agg(**aggs).reset_index()
+        totals = r.merge(out["rollup_run_totals"][0], on="run_id", how="left").groupby(cell, dropna=False).agg(
+            runs=("run_id", "size"), **{k: (k, lambda s: s.sum(min_count=1)) for k in figures}).reset_index()
+        totals["compile_s"] = totals["compile_s"].astype(float).round(6)
+        totals = totals.astype({k: "Int64" for k in figures[:3]})   # null in a cell whose runs have no totals row
+        breaks = per_cell(out["rollup_graph_breaks"][0], ["break_key"], n=("n", "sum"), runs=("run_id", "size"))
+        steps = per_cell(m, ["metric", "subject"], runs=("run_id", "nunique"), low=("value", "min"),
+                         high=("value", "max"), vals=("value", sorted_values), spreads=("spread", sorted_values))
+        expected.update({
+            f"rollup_compare_{level}_totals": (totals, [*cell, "runs", *figures]),
+            f"rollup_compare_{level}_breaks": (breaks, [*cell, "break_key", "n", "runs"]),
+            f"rollup_compare_{level}_functions": (per_cell(functions, ["kind", "function", "category"], n=("n", "sum")),
+                                                  [*cell, "kind", "function", "category", "n"]),
+            f"rollup_compare_{level}_steps": (steps, [*cell, "metric", "subject", "runs", "low", "high", "vals",
+                                                      "spreads"])})
+    return expected
 
 
 def _expected_bench_weeks(con) -> tuple[pd.DataFrame, list[str]]:
@@ -528,7 +536,7 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
                   "rollup_day_speedups", "rollup_month_run_totals", "rollup_month_speedups",
                   "rollup_day_linkage", "rollup_day_linkage_bins", "rollup_month_linkage",
                   "rollup_month_linkage_bins",
-                  "rollup_week_bench", *compare_weeks.TABLES):
+                  "rollup_week_bench", *compare_cells.TABLES):
             con.execute(f"DROP TABLE {t}")
         # and from before 018 (its backfill builds the compile-time rollups) and 020 (fingerprints)
         con.execute("DROP TABLE later_compile_metrics")
@@ -539,7 +547,7 @@ def test_rollups_equal_raw_after_ingest_duplicates_kill_reingest_and_backfill(tm
                     "'011_day_graph_breaks.sql', '012_run_totals.sql', '013_step_rollup.sql', "
                     "'014_month_rollups.sql', '018_compile_total.sql', '020_frame_fingerprints.sql', "
                     "'026_month_storms.sql', '027_bench_weeks.sql', '028_overview_rollups.sql', "
-                    "'029_linkage_rollups.sql', '030_compare_weeks.sql')")
+                    "'029_linkage_rollups.sql', '030_compare_cells.sql')")
     assert assert_rollups_match(open_store(db)) == sizes
 
 

@@ -1,6 +1,6 @@
-"""Compare's two torch versions read from the week cells (store/compare_weeks.py and the bench weeks)
-equal what the runs' rollups give (app/queries/compare.py chooses in reads_weeks; here each is forced
-in turn), on real logs: the team store of tests/app/conftest.py (team_db: CPU runs on torch 2.13
+"""Compare's two torch versions read from the cells (store/compare_cells.py: whole weeks from the week
+cells, edge days from the day cells; the bench weeks) equal what the runs' rollups give
+(app/queries/compare.py chooses in reads_cells; here each is forced in turn), on real logs: the team store of tests/app/conftest.py (team_db: CPU runs on torch 2.13
 and 2.14.1, H100 and H200 runs on 2.11), its runs moved back by 0 to 45 days, nine days apart, so
 that they span seven weeks across two months, and every derived table rebuilt (store/derived.py:
 refresh_all). Windows: open, whole weeks only, edges cutting weeks that hold runs at both ends, and
@@ -71,17 +71,17 @@ def _pairs(con) -> dict[str, tuple[str, str]]:
 
 
 def _both(monkeypatch, q: str, con, f: Filters) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """q's frame from the week cells (reading the runs' rollups there would fail, but for the bench
-    rows under a model filter: a bench week's model is the bench row's) and from the runs."""
+    """q's frame from the cells (reading the runs' rollups there would fail, but for the bench rows
+    under a model filter: a bench week's model is the bench row's) and from the runs."""
     def no_runs(f):
-        raise AssertionError("the week cells' path read the runs' rollups")
+        raise AssertionError("the cells' path read the runs' rollups")
     with monkeypatch.context() as m:
-        m.setattr(compare, "reads_weeks", lambda f: True)
+        m.setattr(compare, "reads_cells", lambda f: True)
         if not f.models:
             m.setattr(compare, "_sides", no_runs)
         weeks = getattr(compare, q)(con, f)
     with monkeypatch.context() as m:
-        m.setattr(compare, "reads_weeks", lambda f: False)
+        m.setattr(compare, "reads_cells", lambda f: False)
         runs = getattr(compare, q)(con, f)
     return weeks, runs
 
@@ -102,7 +102,7 @@ def _same(q: str, weeks: pd.DataFrame, runs: pd.DataFrame) -> None:
 @pytest.mark.parametrize("window", WINDOWS)
 @pytest.mark.parametrize("pair", ["cpu", "across hardware"])
 @pytest.mark.parametrize("keys", ["none", "model", "hardware"])
-def test_the_week_cells_give_what_the_runs_give(con, monkeypatch, window, pair, keys):
+def test_the_cells_give_what_the_runs_give(con, monkeypatch, window, pair, keys):
     a, b = _pairs(con)[pair]
     f = Filters(start=WINDOWS[window][0], end=WINDOWS[window][1], version_a=a, version_b=b, limit=50)
     if keys == "model":
@@ -132,7 +132,7 @@ def test_the_cells_serve_every_figure_of_a_window_that_cuts_weeks(con, monkeypat
 
 
 def test_the_sides_figures_are_the_runs_rollups_summed(con, monkeypatch):
-    """Summary and break counts from the week cells against the runs' rollups summed in pandas."""
+    """Summary and break counts from the cells against the runs' rollups summed in pandas."""
     a, b = _pairs(con)["cpu"]
     start, end = WINDOWS["cut weeks"]
     f = Filters(start=start, end=end, version_a=a, version_b=b, limit=1000)
@@ -142,7 +142,7 @@ def test_the_sides_figures_are_the_runs_rollups_summed(con, monkeypatch):
     totals = runs.merge(con.execute("SELECT * FROM rollup_run_totals").df(), on="run_id", how="left")
     breaks = con.execute("SELECT run_id, break_key, n FROM rollup_graph_breaks").df().merge(runs, on="run_id")
     with monkeypatch.context() as m:
-        m.setattr(compare, "reads_weeks", lambda f: True)
+        m.setattr(compare, "reads_cells", lambda f: True)
         summary = compare.summary(con, f).set_index("side")
         diff = compare.break_diff(con, f).set_index("break_key")
     for side, group in totals.groupby("side"):
@@ -163,9 +163,9 @@ def test_the_sides_figures_are_the_runs_rollups_summed(con, monkeypatch):
 def test_which_way_a_comparison_reads():
     start, end = date(2026, 9, 1), date(2026, 11, 29)
     f = Filters(start=start, end=end, version_a="2.13.0", version_b="2.14.1")
-    assert compare.reads_weeks(f)
-    assert compare.reads_weeks(f.replace(start=None, end=None))
-    assert not compare.reads_weeks(f.replace(labels=("nightly",)))            # a label is not part of a cell
-    assert not compare.reads_weeks(f.replace(dimension="label"))               # nor are labels as sides
-    assert not compare.reads_weeks(f.replace(start=date(2026, 11, 20)))        # a short window: its runs
-    assert not compare.reads_weeks(f.replace(run_id="a", run_b="b"))           # two runs
+    assert compare.reads_cells(f)
+    assert compare.reads_cells(f.replace(start=None, end=None))
+    assert not compare.reads_cells(f.replace(labels=("nightly",)))            # a label is not part of a cell
+    assert not compare.reads_cells(f.replace(dimension="label"))               # nor are labels as sides
+    assert not compare.reads_cells(f.replace(start=date(2026, 11, 20)))        # a short window: its runs
+    assert not compare.reads_cells(f.replace(run_id="a", run_b="b"))           # two runs

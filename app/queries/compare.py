@@ -45,32 +45,31 @@ def _ready(f: Filters) -> bool:
     return bool((f.run_id and f.run_b) or (f.version_a and f.version_b))
 
 
-# From this window on, two torch versions are compared from the cells (store/compare_cells.py): a
-# shorter window's runs are few enough as they are.
-CELLS_DAYS = 28
-
-
 def reads_cells(f: Filters) -> bool:
     """Whether the cells serve f, else the runs' rollups (the one place that chooses): two torch
-    versions (labels and commits are not part of a cell), no label filter, and a window of
-    CELLS_DAYS or more that holds a whole week. Every figure is the same either way."""
-    return (mode(f) == "versions" and _dim(f) == "torch_version" and not f.labels
-            and (not (f.start and f.end) or f.window_days() >= CELLS_DAYS) and whole_weeks(f) is not None)
+    versions (labels and commits are not part of a cell) and no label filter. Every figure is the
+    same either way; a window of any length reads fewer cell rows than it would scan of the runs'
+    rollups, which a side's runs cannot narrow (a run's rows lie wherever its ingest put them)."""
+    return mode(f) == "versions" and _dim(f) == "torch_version" and not f.labels
 
 
 _SIDE = "CASE WHEN {0}.torch_version = ? THEN 'A' ELSE 'B' END"
 _GROUP = ("side", "model", "hardware")
 
 
-def _edges(f: Filters) -> list[tuple[date, date]]:
-    """[start, after) of the window's days outside its whole weeks."""
-    first, after = whole_weeks(f)
+def _weeks(f: Filters) -> tuple[tuple[date | None, date | None] | None, list[tuple[date, date]]]:
+    """The window's whole weeks ([first, after), None when it holds none) and [start, after) of its
+    days outside them."""
+    weeks = whole_weeks(f)
+    if weeks is None:
+        return None, [(f.start, f.end + timedelta(days=1))]
+    first, after = weeks
     edges = []
     if f.start and first > f.start:
         edges.append((f.start, first))
     if f.end and after <= f.end:
         edges.append((after, f.end + timedelta(days=1)))
-    return edges
+    return weeks, edges
 
 
 def _cell_where(f: Filters, use_models: bool = True) -> tuple[list[str], list]:
@@ -80,17 +79,24 @@ def _cell_where(f: Filters, use_models: bool = True) -> tuple[list[str], list]:
     return [*keys, "c.torch_version IN (?, ?)"], params + [f.version_a, f.version_b]
 
 
+def _in_weeks(weeks: tuple[date | None, date | None]) -> tuple[list[str], list]:
+    first, after = weeks
+    return ([*(["c.week >= ?"] if first else []), *(["c.week < ?"] if after else [])],
+            [d for d in (first, after) if d])
+
+
 def _cells(kind: str, f: Filters) -> tuple[str, list]:
     """(SQL, params): ``kind``'s cells (store/compare_cells.py) of the two versions' window, each
-    with its side: the whole weeks from the week cells, the edge days from the day cells."""
-    first, after = whole_weeks(f)
-    where, params = _cell_where(f)
-    where += [*(["c.week >= ?"] if first else []), *(["c.week < ?"] if after else [])]
-    params += [d for d in (first, after) if d]
-    parts = [f"SELECT {_SIDE.format('c')} AS side, c.* EXCLUDE (week) FROM {compare_cells.table('week', kind)} c "
-             f"WHERE {' AND '.join(where)}"]
-    params = [f.version_a] + params
-    if edges := _edges(f):
+    with its side: the whole weeks from the week cells, the other days from the day cells."""
+    weeks, edges = _weeks(f)
+    parts, params = [], []
+    if weeks:
+        where, week_params = _cell_where(f)
+        in_weeks, in_params = _in_weeks(weeks)
+        parts.append(f"SELECT {_SIDE.format('c')} AS side, c.* EXCLUDE (week) FROM "
+                     f"{compare_cells.table('week', kind)} c WHERE {' AND '.join(where + in_weeks)}")
+        params += [f.version_a] + week_params + in_params
+    if edges:
         where, edge_params = _cell_where(f)
         days = " OR ".join("c.day >= ? AND c.day < ?" for _ in edges)
         parts.append(f"SELECT {_SIDE.format('c')} AS side, c.* EXCLUDE (day) FROM {compare_cells.table('day', kind)} c "
@@ -101,13 +107,15 @@ def _cells(kind: str, f: Filters) -> tuple[str, list]:
 
 def _bench_weeks(f: Filters) -> tuple[str, list]:
     """(SQL, params): the bench weeks (store/bench_weeks.py) of the two versions' whole weeks in the
-    window, and the edge days' bench rows summed into cells of the same shape, each with its side."""
-    first, after = whole_weeks(f)
-    where, params = _cell_where(f, use_models=False)
-    where += [*(["c.week >= ?"] if first else []), *(["c.week < ?"] if after else [])]
-    params += [d for d in (first, after) if d]
-    parts = [f"SELECT * FROM rollup_week_bench c WHERE {' AND '.join(where)}"]
-    if edges := _edges(f):
+    window, and the other days' bench rows summed into cells of the same shape, each with its side."""
+    weeks, edges = _weeks(f)
+    parts, params = [], []
+    if weeks:
+        where, week_params = _cell_where(f, use_models=False)
+        in_weeks, in_params = _in_weeks(weeks)
+        parts.append(f"SELECT * FROM rollup_week_bench c WHERE {' AND '.join(where + in_weeks)}")
+        params += week_params + in_params
+    if edges:
         keys, edge_params = key_clauses(f, lambda col: f"r.{col}", skip=("torch_versions", "labels", "models"))
         days = [(datetime.combine(a, time.min), datetime.combine(b, time.min)) for a, b in edges]
         parts.append(bench_cell_rows(" AND ".join([*keys, "r.torch_version IN (?, ?)", "(" + " OR ".join(
@@ -256,7 +264,7 @@ def speedup_diff(con, f: Filters) -> pd.DataFrame:
           FROM bench GROUP BY model, hardware)
     SELECT model, hardware, speedup_a, speedup_b, 100 * (speedup_b / speedup_a - 1) AS speedup_change_pct,
            compile_s_a, compile_s_b, memory_ratio_a, memory_ratio_b
-    FROM m ORDER BY abs(speedup_change_pct) DESC NULLS LAST, model LIMIT 500
+    FROM m ORDER BY abs(speedup_change_pct) DESC NULLS LAST, model, hardware LIMIT 500
     """
     return df(con, sql, params)
 

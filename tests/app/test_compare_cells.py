@@ -1,11 +1,12 @@
 """Compare's two torch versions read from the cells (store/compare_cells.py: whole weeks from the week
-cells, edge days from the day cells; the bench weeks) equal what the runs' rollups give
-(app/queries/compare.py chooses in reads_cells; here each is forced in turn), on real logs: the team store of tests/app/conftest.py (team_db: CPU runs on torch 2.13
-and 2.14.1, H100 and H200 runs on 2.11), its runs moved back by 0 to 45 days, nine days apart, so
-that they span seven weeks across two months, and every derived table rebuilt (store/derived.py:
-refresh_all). Windows: open, whole weeks only, edges cutting weeks that hold runs at both ends, and
-one side open; with a model filter, a hardware filter, and the two sides on different hardware.
-The figures the page shows are also checked against the runs' rollups summed here in pandas."""
+cells, the other days from the day cells; the bench weeks) equal what the runs' rollups give
+(app/queries/compare.py chooses in reads_cells; here each is forced in turn), on real logs: the team
+store of tests/app/conftest.py (team_db: CPU runs on torch 2.13 and 2.14.1, H100 and H200 runs on
+2.11), its runs moved back by 0 to 45 days, nine days apart, so that they span seven weeks across
+two months, and every derived table rebuilt (store/derived.py: refresh_all). Windows: open, whole
+weeks only, edges cutting weeks that hold runs at both ends, one side open, and one with no whole
+week; with a model filter, a hardware filter, and the two sides on different hardware. The figures
+the page shows are also checked against the runs' rollups summed here in pandas."""
 from __future__ import annotations
 
 import shutil
@@ -26,6 +27,7 @@ WINDOWS = {
     "whole weeks": (date(2026, 10, 5), date(2026, 11, 29)),        # Monday to Sunday
     "cut weeks": (date(2026, 10, 8), date(2026, 11, 24)),          # Thursday to Tuesday
     "open start": (None, date(2026, 11, 10)),
+    "no whole week": (date(2026, 11, 18), date(2026, 11, 23)),     # Wednesday to Monday: day cells alone
 }
 QUERIES = ("summary", "break_diff", "recompile_diff", "speedup_diff", "runtime")
 # the rows' order among equal sort keys is not the page's to keep
@@ -167,5 +169,5 @@ def test_which_way_a_comparison_reads():
     assert compare.reads_cells(f.replace(start=None, end=None))
     assert not compare.reads_cells(f.replace(labels=("nightly",)))            # a label is not part of a cell
     assert not compare.reads_cells(f.replace(dimension="label"))               # nor are labels as sides
-    assert not compare.reads_cells(f.replace(start=date(2026, 11, 20)))        # a short window: its runs
+    assert compare.reads_cells(f.replace(start=date(2026, 11, 27)))            # a short window: day cells
     assert not compare.reads_cells(f.replace(run_id="a", run_b="b"))           # two runs

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from compilewatch.deepdive.artifacts import rows, title
-from compilewatch.store.run_rows import run_filter
+from compilewatch.store.run_rows import remembered, run_filter
 
 _ART_COLUMNS = ("file_id, line_no, compile_id, rank, kind, name, size_bytes, subgraph_name, piece_line, "
                 "pass_index, pass_name")
@@ -56,7 +56,13 @@ def _where_rank(rank: int | None) -> tuple[str, list]:
 
 def collect(con, run_id: str, rank: int | None = None) -> list[Subgraph]:
     """The run's subgraphs, vLLM pieces first (in their compile order), then regional ones (in the
-    order their first artifact was logged). ``rank``: one rank's (None: every rank's)."""
+    order their first artifact was logged). ``rank``: one rank's (None: every rank's). Read once per
+    page render (run_rows.remembered): the run detail's pieces and regional tables both list them,
+    and on DuckLake each read of the two tables is ~70 catalog round trips."""
+    return remembered(("subgraphs", run_id, rank), lambda: _collect(con, run_id, rank))
+
+
+def _collect(con, run_id: str, rank: int | None) -> list[Subgraph]:
     flt, extra = _where_rank(rank)
     run = run_filter(con, run_id)   # the run's rows only, not a scan of every run's (store/run_rows.py)
     starts = rows(con, "SELECT file_id, line_no, rank, vllm_model, piecewise_index, submod_name, total_pieces, "

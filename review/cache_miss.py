@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from compilewatch.ingest.formats import cache_key as ck
 from compilewatch.store.compile_match import compile_frames, match, pick_rank
 from compilewatch.store.run_keys import HARDWARE, RUN_TIME
-from compilewatch.store.run_rows import run_filter
+from compilewatch.store.run_rows import remembered, run_filter
 
 CACHE_LABELS = {"fx_graph": "the FX graph cache", "aotautograd": "the AOTAutograd cache",
                 "fx_graph_bundled": "the bundled FX graph cache"}
@@ -341,7 +341,12 @@ def describe(misses: list[CacheMiss]) -> str:
 
 def run_before(con, run_id: str) -> str | None:
     """The run a run's cache lookups are explained against when no other is named: the newest run of
-    the same model on the same hardware that started before it; None when there is none."""
+    the same model on the same hardware that started before it; None when there is none. Asked
+    once per page render (run_rows.remembered): the run detail names it and explains against it."""
+    return remembered(("run before", run_id), lambda: _run_before(con, run_id))
+
+
+def _run_before(con, run_id: str) -> str | None:
     cur = con.cursor()
     try:
         got = cur.execute(f"""

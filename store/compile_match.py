@@ -8,6 +8,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from compilewatch.store.run_rows import run_filter
+
 
 @dataclass
 class CompileFrame:
@@ -28,7 +30,8 @@ def pick_rank(con, run_id: str, rank: int | None) -> int | None:
     """The rank to compare: the one asked for, else a single-process run's (None), else rank 0's."""
     if rank is not None:
         return rank
-    ranks = [r[0] for r in _all(con, "SELECT DISTINCT rank FROM compiles WHERE run_id = ?", [run_id])]
+    # the run's rows by its file ids (store/run_rows.py): run_id alone reads that column of every run
+    ranks = [r[0] for r in _all(con, f"SELECT DISTINCT rank FROM compiles WHERE {run_filter(con, run_id)}", [run_id])]
     return None if None in ranks or not ranks else min(ranks)
 
 
@@ -38,9 +41,9 @@ def frame_of(fn, file, line) -> tuple[str, str, int | None]:
 
 def compile_frames(con, run_id: str, rank: int | None) -> list[CompileFrame]:
     """The run's compile ids (of one rank: ``pick_rank``) in compile order, each with its frame and place."""
-    found = _all(con, """
+    found = _all(con, f"""
         SELECT compile_id, any_value(co_name), any_value(co_filename), any_value(co_firstlineno)
-        FROM compiles WHERE run_id = ? AND compile_id IS NOT NULL AND rank IS NOT DISTINCT FROM ?
+        FROM compiles WHERE {run_filter(con, run_id)} AND compile_id IS NOT NULL AND rank IS NOT DISTINCT FROM ?
         GROUP BY compile_id
         ORDER BY min(frame_id) NULLS LAST, min(frame_compile_id) NULLS LAST, min(attempt) NULLS LAST, min(line_no)""",
                  [run_id, pick_rank(con, run_id, rank)])

@@ -363,8 +363,21 @@ class LakeStore:
         held = self._held
         if getattr(held, "depth", 0):
             if getattr(held, "cursor", None) is None:
-                held.stack = ExitStack()
-                held.cursor = _HeldLakeConnection(held.stack.enter_context(self._cursor()))
+                stack = ExitStack()
+                cur = stack.enter_context(self._cursor())
+                # One DuckLake transaction for the block: each statement outside one is a
+                # transaction of its own, and each begins by asking PostgreSQL for the newest
+                # snapshot and ends with a commit there (about a quarter of a run detail page's
+                # catalog round trips). The block's reads also see one snapshot, the one its
+                # data_version names. Read only: a write belongs in write() or transactions(),
+                # which give the held cursor up first.
+                stack.callback(rollback, cur)
+                try:
+                    cur.execute("BEGIN TRANSACTION READ ONLY")
+                except BaseException:
+                    stack.close()
+                    raise
+                held.stack, held.cursor = stack, _HeldLakeConnection(cur)
             try:
                 yield held.cursor
             except BaseException:
@@ -375,10 +388,10 @@ class LakeStore:
             yield cur
 
     def reads_held(self):
-        """Every read of this thread in the block shares one cursor, and the store version and each
-        run's file bounds (store/run_rows.py) are asked for once: on DuckLake each of those is a query
-        through the PostgreSQL catalog (~10-20 ms), and a page asks ~20 times. Given up whenever this
-        thread writes."""
+        """Every read of this thread in the block shares one cursor, in one read-only transaction
+        (one snapshot), and the store version and each run's file bounds (store/run_rows.py) are
+        asked for once: on DuckLake each of those is a query through the PostgreSQL catalog
+        (~10-20 ms), and a page asks ~20 times. Given up whenever this thread writes."""
         return held_reads(self._held, self._release_held)
 
     def _release_held(self) -> None:

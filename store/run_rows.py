@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from typing import Callable, TypeVar
 
 from compilewatch.store.files import one
 
@@ -10,6 +11,7 @@ from compilewatch.store.files import one
 # run detail page asks for one run's rows ~15 times, and on DuckLake each lookup is a query through
 # the catalog (~20 ms). The block ends before, or is told at (forget_bounds), any write of its thread.
 _remembered = threading.local()
+T = TypeVar("T")
 
 
 @contextmanager
@@ -22,6 +24,19 @@ def bounds_remembered():
     finally:
         if outer is None:
             _remembered.bounds = None
+
+
+def remembered(key: tuple, compute: Callable[[], T]) -> T:
+    """compute() once per key inside a store's reads_held block of this thread (at every call
+    outside one): what two of a page's queries both read about a run, such as its subgraphs, is
+    read once per render. The block sees one snapshot of the store; a write of its thread forgets
+    it (forget_bounds). The value is shared: callers must not change it."""
+    memo = getattr(_remembered, "bounds", None)
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def forget_bounds() -> None:

@@ -146,3 +146,25 @@ def test_show_prints_a_logged_subgraph_name_safely(tmp_path):
                              capture_output=True, text=True, check=True).stdout
         assert "\x1b" not in out and "\x07" not in out
         assert "repeated\\x1b[2J" in out
+
+
+def test_a_page_render_reads_a_runs_subgraphs_once(store):
+    """The run detail's pieces and regional tables both list the run's subgraphs: inside one render
+    (reads_held) they are read once, and the tables are the same as when each reads them itself."""
+    from compilewatch.app.filters import Filters
+    from compilewatch.app.queries import run_detail
+
+    s, runs = store
+    tail, regional = runs[("vllm_sample_tail.log", "b")], runs[("subgraph_name.log", "a")]
+    with s.read() as con:
+        apart = [(run_detail.pieces(con, Filters(run_id=r)), run_detail.regional_subgraphs(con, Filters(run_id=r)))
+                 for r in (tail, regional)]
+        assert subgraphs.collect(con, tail) is not subgraphs.collect(con, tail)
+    with s.reads_held():
+        with s.read() as con:
+            assert subgraphs.collect(con, tail) is subgraphs.collect(con, tail)
+            held = [(run_detail.pieces(con, Filters(run_id=r)), run_detail.regional_subgraphs(con, Filters(run_id=r)))
+                    for r in (tail, regional)]
+    assert len(apart[0][0]) == 2 and len(apart[1][1]) == 2
+    for (p1, g1), (p2, g2) in zip(apart, held):
+        assert p1.equals(p2) and g1.equals(g2)

@@ -347,3 +347,31 @@ def test_reingest_on_ducklake_replaces_rows_once(lake_store):
         after = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables(con)}
     assert after == before and before["graph_breaks"] > 0
     _assert_rows_match_files(lake_store)
+
+
+def test_a_page_render_reads_one_snapshot_and_writes_nothing(lake_store, lake_spec, tmp_path):
+    """A render's reads (reads_held) are one read-only DuckLake transaction: another host's commit
+    during the render is seen by the next render, not by the render's later queries (whose cache
+    entries are keyed on the version it read first), and a write through the render's cursor is
+    refused rather than kept or lost."""
+    import duckdb
+
+    assert ingest_paths(lake_store, [TEXTS[0]], run_id="first").ok
+    other = open_store(lake_spec, tmp_path / "lake-data")   # another host's process
+    try:
+        with lake_store.reads_held():
+            version = lake_store.data_version()
+            with lake_store.read() as con:
+                assert con.execute("SELECT run_id FROM runs").fetchall() == [("first",)]
+            assert ingest_paths(other, [TEXTS[1]], run_id="second").ok
+            with lake_store.read() as con:
+                assert con.execute("SELECT run_id FROM runs").fetchall() == [("first",)]
+                assert con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchall()[0][0] \
+                    == int(version)
+                with pytest.raises(duckdb.TransactionException):
+                    con.execute("DELETE FROM runs WHERE run_id = 'first'")
+        assert lake_store.data_version() != version
+        with lake_store.read() as con:
+            assert con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall() == [("first",), ("second",)]
+    finally:
+        other.close()

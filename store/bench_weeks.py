@@ -18,9 +18,10 @@ from compilewatch.store.run_keys import HARDWARE, RUN_TIME
 TABLES = ("rollup_week_bench",)
 CELL = ("week", "model", "hardware", "torch_version")
 
-# Each run with its week, hardware and torch version (its cell but the model), label and time.
+# Each run with its week, hardware and torch version (its cell but the model), label and time, and
+# its day (Compare's day cells: store/compare_cells.py).
 RUNS = (f"SELECT r.run_id, r.model, {HARDWARE} AS hardware, r.torch_version, r.label, {RUN_TIME} AS run_time, "
-        f"date_trunc('week', {RUN_TIME})::DATE AS week FROM runs r")
+        f"({RUN_TIME})::DATE AS day, date_trunc('week', {RUN_TIME})::DATE AS week FROM runs r")
 # Each bench row of the runs {runs} picks (over RUNS' columns) with the keys of its cell: the model is
 # the row's own (one CSV, many models), else its run's, as the Trends page names it. The runs are
 # picked before the join: a refresh's few weeks join their own bench rows, not every run's.

@@ -16,13 +16,10 @@ holds one day's runs of one model on one kind of hardware, however many runs the
 """
 from __future__ import annotations
 
-from datetime import date, timedelta
-
-from compilewatch.store.run_keys import HARDWARE, RUN_TIME
+from compilewatch.store.bench_weeks import RUNS, week_of
 
 KINDS = ("totals", "breaks", "functions", "steps")
 DAY_CELL = ("day", "model", "hardware", "torch_version")
-WEEK_CELL = ("week", "model", "hardware", "torch_version")
 
 
 def table(level: str, kind: str) -> str:
@@ -31,10 +28,6 @@ def table(level: str, kind: str) -> str:
 
 
 TABLES = tuple(table(level, kind) for level in ("day", "week") for kind in KINDS)
-
-# Each run with its day and week cells, label and time.
-RUNS = (f"SELECT r.run_id, r.model, {HARDWARE} AS hardware, r.torch_version, r.label, {RUN_TIME} AS run_time, "
-        f"({RUN_TIME})::DATE AS day, date_trunc('week', {RUN_TIME})::DATE AS week FROM runs r")
 
 # what Compare times: the timing hooks' steady step and iteration (store/run_metrics.py)
 STEP_METRICS = ("iteration_time", "step_time")
@@ -99,13 +92,9 @@ def merged(kind: str, rows: str, group: tuple[str, ...]) -> str:
 
 
 def runs_of(where: str) -> str:
-    """The runs relation of the runs that ``where`` picks (over RUNS' columns, alias r)."""
+    """The runs relation of the runs that ``where`` picks (over store/bench_weeks.py's RUNS, which
+    gives each run its day and week, alias r)."""
     return f"(SELECT * FROM ({RUNS}) r WHERE {where})"
-
-
-def week_of(day: date) -> date:
-    """The Monday of ``day``'s week, as date_trunc('week') gives it."""
-    return day - timedelta(days=day.weekday())
 
 
 # several cells, given as $1..$4, one array per column: {level} (day or week) and its value in the

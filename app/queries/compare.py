@@ -149,11 +149,11 @@ def _bench(f: Filters, sides_given: bool = False) -> tuple[str, list]:
     bench weeks where reads_cells(f) and no model filter (a bench week's model is the bench row's,
     the filter's the run's), else from the sides' bench rows, after the ``sides`` CTE unless
     ``sides_given`` (the query already holds it)."""
-    sums = ", ".join(f"{sql} AS {name}" for name, sql in BENCH_SUMS if name in BENCH_FIGURES)
     if reads_cells(f) and not f.models:
         rows, params = _bench_weeks(f)
         merge = ", ".join(f"sum({name}) AS {name}" for name in BENCH_FIGURES)
         return f"bench AS (SELECT side, model, hardware, {merge} FROM ({rows}) GROUP BY ALL)", params
+    sums = ", ".join(f"{sql} AS {name}" for name, sql in BENCH_SUMS if name in BENCH_FIGURES)
     cte, params = ("", []) if sides_given else _sides(f)
     return (f"{cte}{'' if sides_given else ', '}bench AS (SELECT s.side, coalesce(b.model, r.model) AS model, s.hardware, {sums} "
             "FROM bench_results b JOIN sides s USING (run_id) JOIN runs r USING (run_id) GROUP BY ALL)"), params
@@ -291,8 +291,8 @@ def runtime(con, f: Filters) -> pd.DataFrame:
 
     def on(side: str) -> str:
         return f"FILTER (WHERE side = '{side}')"
-    # a side's rows of one model, hardware, metric and callable are one group (from the runs) or one
-    # per week cell (from the cells): its values are the union of theirs
+    # one row a side, model, hardware, metric and callable either way (_with adds the cells up):
+    # its medians are taken over the values it holds
     g = f"""
     g AS (SELECT model, hardware, metric, subject,
                  list_median(flatten(list(vals) {on('A')})) AS median_a, min(low) {on('A')} AS low_a,
